@@ -1,0 +1,160 @@
+//! The data records: `Stat`, `Id`, `ACL`, create modes and `ClientInfo`.
+
+use crate::error::DecodeError;
+use crate::jute_record;
+
+jute_record! {
+    /// A znode's metadata, as every read and write reply reports it.
+    pub struct Stat {
+        /// The zxid of the txn that created the node.
+        pub czxid: i64,
+        /// The zxid of the txn that last changed the node's data.
+        pub mzxid: i64,
+        /// Creation time, milliseconds since the epoch, stamped by the leader.
+        pub ctime: i64,
+        pub mtime: i64,
+        /// Number of data changes.
+        pub version: i32,
+        /// Number of child changes (creates and deletes of children).
+        pub cversion: i32,
+        /// Number of ACL changes.
+        pub aversion: i32,
+        /// The owning session of an ephemeral node, 0 otherwise (and the TTL for TTL nodes
+        /// is kept server-side, not here).
+        pub ephemeral_owner: i64,
+        pub data_length: i32,
+        pub num_children: i32,
+        /// The zxid of the txn that last changed the node's children.
+        pub pzxid: i64,
+    }
+}
+
+jute_record! {
+    /// An identity in an ACL scheme: `world:anyone`, `digest:user:hash`, `ip:10.0.0.0/8`.
+    pub struct Id {
+        pub scheme: String,
+        pub id: String,
+    }
+}
+
+jute_record! {
+    /// One ACL entry: a permission bit set for an identity.
+    pub struct Acl {
+        pub perms: i32,
+        pub id: Id,
+    }
+}
+
+jute_record! {
+    /// One of the caller's authenticated identities, as `whoAmI` reports them.
+    pub struct ClientInfo {
+        pub auth_scheme: String,
+        pub user: String,
+    }
+}
+
+/// Permission bits (`ZooDefs.Perms`).
+pub mod perms {
+    pub const READ: i32 = 1;
+    pub const WRITE: i32 = 2;
+    pub const CREATE: i32 = 4;
+    pub const DELETE: i32 = 8;
+    pub const ADMIN: i32 = 16;
+    pub const ALL: i32 = READ | WRITE | CREATE | DELETE | ADMIN;
+}
+
+impl Id {
+    pub fn new(scheme: impl Into<String>, id: impl Into<String>) -> Self {
+        Id {
+            scheme: scheme.into(),
+            id: id.into(),
+        }
+    }
+}
+
+impl Acl {
+    /// `world:anyone` with every permission (`ZooDefs.Ids.OPEN_ACL_UNSAFE`).
+    pub fn open_unsafe() -> Vec<Acl> {
+        vec![Acl {
+            perms: perms::ALL,
+            id: Id::new("world", "anyone"),
+        }]
+    }
+
+    /// `world:anyone` may read (`ZooDefs.Ids.READ_ACL_UNSAFE`).
+    pub fn read_unsafe() -> Vec<Acl> {
+        vec![Acl {
+            perms: perms::READ,
+            id: Id::new("world", "anyone"),
+        }]
+    }
+
+    /// Every permission for whoever created the node (`ZooDefs.Ids.CREATOR_ALL_ACL`).
+    pub fn creator_all() -> Vec<Acl> {
+        vec![Acl {
+            perms: perms::ALL,
+            id: Id::new("auth", ""),
+        }]
+    }
+}
+
+/// How a node is created: the `flags` of a create request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum CreateMode {
+    Persistent = 0,
+    Ephemeral = 1,
+    PersistentSequential = 2,
+    EphemeralSequential = 3,
+    Container = 4,
+    PersistentWithTtl = 5,
+    PersistentSequentialWithTtl = 6,
+}
+
+impl CreateMode {
+    pub fn from_flags(flags: i32) -> Result<Self, DecodeError> {
+        Ok(match flags {
+            0 => CreateMode::Persistent,
+            1 => CreateMode::Ephemeral,
+            2 => CreateMode::PersistentSequential,
+            3 => CreateMode::EphemeralSequential,
+            4 => CreateMode::Container,
+            5 => CreateMode::PersistentWithTtl,
+            6 => CreateMode::PersistentSequentialWithTtl,
+            other => {
+                return Err(DecodeError::InvalidValue {
+                    field: "create flags",
+                    value: other.into(),
+                })
+            }
+        })
+    }
+
+    pub fn flags(self) -> i32 {
+        self as i32
+    }
+
+    pub fn is_ephemeral(self) -> bool {
+        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+    }
+
+    pub fn is_sequential(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl
+        )
+    }
+
+    pub fn is_container(self) -> bool {
+        self == CreateMode::Container
+    }
+
+    pub fn is_ttl(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
+        )
+    }
+}
