@@ -120,7 +120,10 @@ mod tests {
         let mut src = BytesMut::from(&[0, 0, 0, 3, b'a'][..]);
         assert!(codec.decode(&mut src).unwrap().is_none());
         src.extend_from_slice(b"bc\x00\x00\x00\x00");
-        assert_eq!(codec.decode(&mut src).unwrap().unwrap(), Bytes::from_static(b"abc"));
+        assert_eq!(
+            codec.decode(&mut src).unwrap().unwrap(),
+            Bytes::from_static(b"abc")
+        );
         assert_eq!(codec.decode(&mut src).unwrap().unwrap(), Bytes::new());
         assert!(codec.decode(&mut src).unwrap().is_none());
     }
@@ -149,7 +152,9 @@ mod tests {
         let mut dst = BytesMut::new();
         codec.encode(Bytes::from_static(b"abcd"), &mut dst).unwrap();
         assert_eq!(&dst[..], b"\x00\x00\x00\x04abcd");
-        assert!(codec.encode(Bytes::from_static(b"abcde"), &mut dst).is_err());
+        assert!(codec
+            .encode(Bytes::from_static(b"abcde"), &mut dst)
+            .is_err());
         assert_eq!(dst.len(), 8);
     }
 }

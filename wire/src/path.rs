@@ -94,7 +94,17 @@ mod tests {
 
     #[test]
     fn accepts_what_zookeeper_accepts() {
-        for p in ["/", "/a", "/a/b", "/a.b", "/..a", "/a..", "/a/.b/c", "/zookeeper/quota", "/é"] {
+        for p in [
+            "/",
+            "/a",
+            "/a/b",
+            "/a.b",
+            "/..a",
+            "/a..",
+            "/a/.b/c",
+            "/zookeeper/quota",
+            "/é",
+        ] {
             assert_eq!(validate_path(p, false), Ok(()), "{p}");
         }
         assert_eq!(validate_path("/a/", true), Ok(()));
@@ -106,14 +116,28 @@ mod tests {
         assert_eq!(validate_path("", false), Err(PathError::Empty));
         assert_eq!(validate_path("a/b", false), Err(PathError::NotAbsolute));
         assert_eq!(validate_path("/a/", false), Err(PathError::TrailingSlash));
-        assert_eq!(validate_path("/a//b", false), Err(PathError::EmptySegment(3)));
+        assert_eq!(
+            validate_path("/a//b", false),
+            Err(PathError::EmptySegment(3))
+        );
         assert_eq!(validate_path("/a//", true), Err(PathError::EmptySegment(3)));
         assert_eq!(validate_path("/a/./b", false), Err(PathError::Relative(3)));
         assert_eq!(validate_path("/a/..", false), Err(PathError::Relative(3)));
         assert_eq!(validate_path("/.", false), Err(PathError::Relative(1)));
-        for bad in ["/a\u{0}b", "/a\u{1f}", "/\u{7f}", "/\u{9f}", "/\u{e000}", "/\u{fff5}", "/\u{1f600}"] {
+        for bad in [
+            "/a\u{0}b",
+            "/a\u{1f}",
+            "/\u{7f}",
+            "/\u{9f}",
+            "/\u{e000}",
+            "/\u{fff5}",
+            "/\u{1f600}",
+        ] {
             assert!(
-                matches!(validate_path(bad, false), Err(PathError::InvalidChar { .. })),
+                matches!(
+                    validate_path(bad, false),
+                    Err(PathError::InvalidChar { .. })
+                ),
                 "{bad:?}"
             );
         }

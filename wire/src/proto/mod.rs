@@ -14,9 +14,10 @@ pub use data::{perms, Acl, ClientInfo, CreateMode, Id, Stat};
 pub use header::{MultiHeader, ReplyHeader, RequestHeader};
 pub use multi::OpResult;
 pub use request::{
-    AddWatchRequest, AuthPacket, CreateRequest, CreateTtlRequest, PathRequest,
-    PathVersionRequest, ReconfigRequest, Request, SetAclRequest, SetDataRequest,
-    WatchedPathRequest, WatchesRequest,
+    AddWatchRequest, AuthPacket, CreateRequest, CreateTtlRequest, PathRequest, PathVersionRequest,
+    ReconfigRequest, Request, SetAclRequest, SetDataRequest, WatchedPathRequest, WatchesRequest,
 };
 pub use response::Response;
-pub use watch::{AddWatchMode, EventType, KeeperState, SetWatches, SetWatches2, WatcherEvent, WatcherType};
+pub use watch::{
+    AddWatchMode, EventType, KeeperState, SetWatches, SetWatches2, WatcherEvent, WatcherType,
+};

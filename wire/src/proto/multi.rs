@@ -13,14 +13,26 @@ use crate::proto::header::MultiHeader;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpResult {
     /// A `create` op: the created path (with its sequence suffix).
-    Create { path: String },
+    Create {
+        path: String,
+    },
     /// A `create2`, `createContainer` or `createTTL` op: the path and the new node's stat.
-    Create2 { path: String, stat: Stat },
+    Create2 {
+        path: String,
+        stat: Stat,
+    },
     Delete,
-    SetData { stat: Stat },
+    SetData {
+        stat: Stat,
+    },
     Check,
-    GetData { data: Bytes, stat: Stat },
-    GetChildren { children: Vec<String> },
+    GetData {
+        data: Bytes,
+        stat: Stat,
+    },
+    GetChildren {
+        children: Vec<String>,
+    },
     /// The op failed (its own error), or did not run because another op failed: ops
     /// before the failing one report `Ok`, ops after it `RuntimeInconsistency`.
     Error(ErrorCode),

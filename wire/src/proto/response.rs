@@ -5,7 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, ErrorCode};
 use crate::jute::{write_i32, Reader, Record};
 use crate::opcode::OpCode;
 use crate::proto::data::{Acl, ClientInfo, Stat};
@@ -15,20 +15,40 @@ use crate::proto::multi::{decode_results, encode_results, OpResult};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Response {
     /// No body: delete, check, ping, auth, setWatches, checkWatches, removeWatches,
-    /// addWatch, closeSession, and every error reply.
+    /// closeSession, and every error reply.
     Empty,
+    /// `ErrorResponse`, a bare result code: ZooKeeper answers addWatch with one (0).
+    Code(ErrorCode),
     /// `CreateResponse`: the created path.
-    Create { path: String },
+    Create {
+        path: String,
+    },
     /// `Create2Response`: for create2, createContainer and createTTL.
-    Create2 { path: String, stat: Stat },
+    Create2 {
+        path: String,
+        stat: Stat,
+    },
     /// `ExistsResponse`, `SetDataResponse`, `SetACLResponse`.
     Stat(Stat),
     /// `GetDataResponse`, also the reply to reconfig.
-    GetData { data: Bytes, stat: Stat },
-    GetAcl { acl: Vec<Acl>, stat: Stat },
-    GetChildren { children: Vec<String> },
-    GetChildren2 { children: Vec<String>, stat: Stat },
-    Sync { path: String },
+    GetData {
+        data: Bytes,
+        stat: Stat,
+    },
+    GetAcl {
+        acl: Vec<Acl>,
+        stat: Stat,
+    },
+    GetChildren {
+        children: Vec<String>,
+    },
+    GetChildren2 {
+        children: Vec<String>,
+        stat: Stat,
+    },
+    Sync {
+        path: String,
+    },
     /// `MultiResponse`, for both multi and multiRead.
     Multi(Vec<OpResult>),
     Ephemerals(Vec<String>),
@@ -64,6 +84,7 @@ impl Response {
             }
             Response::Multi(results) => encode_results(results, buf),
             Response::AllChildrenNumber(n) => write_i32(buf, *n),
+            Response::Code(code) => write_i32(buf, code.as_i32()),
             Response::WhoAmI(infos) => infos.encode(buf),
             Response::Sasl(token) => token.encode(buf),
         }
@@ -79,9 +100,7 @@ impl Response {
                 path: Record::decode(r)?,
                 stat: Record::decode(r)?,
             },
-            OpCode::Exists | OpCode::SetData | OpCode::SetAcl => {
-                Response::Stat(Record::decode(r)?)
-            }
+            OpCode::Exists | OpCode::SetData | OpCode::SetAcl => Response::Stat(Record::decode(r)?),
             OpCode::GetData | OpCode::Reconfig => Response::GetData {
                 data: Record::decode(r)?,
                 stat: Record::decode(r)?,
@@ -104,6 +123,7 @@ impl Response {
             OpCode::GetEphemerals => Response::Ephemerals(Record::decode(r)?),
             OpCode::GetAllChildrenNumber => Response::AllChildrenNumber(r.read_i32()?),
             OpCode::WhoAmI => Response::WhoAmI(Record::decode(r)?),
+            OpCode::AddWatch => Response::Code(ErrorCode::from_i32(r.read_i32()?)),
             OpCode::Sasl => Response::Sasl(Record::decode(r)?),
             OpCode::Delete
             | OpCode::Check
@@ -113,7 +133,6 @@ impl Response {
             | OpCode::SetWatches2
             | OpCode::CheckWatches
             | OpCode::RemoveWatches
-            | OpCode::AddWatch
             | OpCode::CloseSession => Response::Empty,
             OpCode::Notification
             | OpCode::DeleteContainer
