@@ -1,1 +1,34 @@
-//! paddock-server
+//! Paddock's server: a ZooKeeper-compatible coordination service whose writes are
+//! ordered by raft.
+//!
+//! # Layout, in request-path order
+//! - [`config`]: `zoo.cfg`, parsed and validated once.
+//! - [`daemon`]: wires the pieces together and runs until shutdown.
+//! - [`listener`]: accepts connections (`maxClientCnxns` per IP).
+//! - [`conn`]: one task per connection: handshake, per-session ordering, replies.
+//! - [`fourlw`]: the four-letter words on the client port.
+//! - [`server`]: the shared state, and where a request forks into a read ([`query`])
+//!   or a proposed write ([`txn`], matched back through [`wait`]).
+//! - [`consensus`]: the raft loop that orders writes.
+//! - [`state_machine`]: applies committed txns: the only writer of the tree and the
+//!   session table; fires watches ([`watch`]).
+//! - [`tree`] and [`acl`]: the znode tree and access control, pure and synchronous.
+//! - [`session`]: the session table, the expiry clock, the caller's identities.
+//! - [`metrics`]: counters for `srvr` / `mntr`.
+
+pub mod acl;
+pub mod config;
+pub mod conn;
+pub mod consensus;
+pub mod daemon;
+pub mod fourlw;
+pub mod listener;
+pub mod metrics;
+pub mod query;
+pub mod server;
+pub mod session;
+pub mod state_machine;
+pub mod tree;
+pub mod txn;
+pub mod wait;
+pub mod watch;

@@ -1,0 +1,434 @@
+//! One task per client connection: the handshake, then requests in, replies and
+//! notifications out.
+//!
+//! Ordering rules (ZooKeeper's): a session's requests complete in the order they were
+//! sent; a read queued behind one of the session's pending writes waits for it; a watch
+//! event reaches the client before the reply of any later read that reflects the
+//! change. The queue below enforces the first two; the third holds because the state
+//! machine queues notifications on this connection's channel before the change is
+//! visible to reads, and this task drains that channel before running a read.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use paddock_wire::codec::{write_frame, FrameError};
+use paddock_wire::jute::Record;
+use paddock_wire::{
+    ConnectRequest, ConnectResponse, ErrorCode, FrameCodec, OpCode, ReplyHeader, Request,
+    RequestHeader, Response, Xid,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::Decoder;
+
+use crate::fourlw;
+use crate::query::Outcome;
+use crate::server::{ConnId, Outbound, Shared};
+use crate::session::Caller;
+use crate::wait::Applied;
+
+/// Requests one connection may have in flight before the server stops reading it.
+const MAX_OUTSTANDING_PER_CONN: usize = 1000;
+
+/// Why a connection ended, for the log.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("client closed the connection")]
+    Eof,
+    #[error("malformed frame: {0}")]
+    Frame(#[from] FrameError),
+    #[error("malformed packet: {0}")]
+    Decode(#[from] paddock_wire::DecodeError),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("no handshake within {0:?}")]
+    HandshakeTimeout(Duration),
+    #[error("{0}")]
+    Refused(&'static str),
+    #[error("session closed")]
+    SessionClosed,
+    #[error("server shutting down")]
+    Shutdown,
+}
+
+pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let conn_id = shared.conns.next_id();
+    let (rx_half, tx_half) = stream.into_split();
+    let mut conn = Conn {
+        id: conn_id,
+        peer,
+        shared: shared.clone(),
+        reader: rx_half,
+        writer: tx_half,
+        inbuf: BytesMut::with_capacity(4096),
+        out: BytesMut::with_capacity(4096),
+        codec: FrameCodec::new(shared.settings.max_frame),
+        session_id: 0,
+        caller: Caller::for_peer(peer),
+        queue: VecDeque::new(),
+    };
+    let result = conn.run().await;
+    match &result {
+        Ok(()) | Err(ConnError::Eof) | Err(ConnError::SessionClosed) => {
+            tracing::debug!(%peer, session = format_args!("{:#x}", conn.session_id), "connection closed")
+        }
+        Err(e) => tracing::info!(%peer, "closing connection: {e}"),
+    }
+    shared.connection_closed(conn_id, conn.session_id);
+}
+
+struct Conn {
+    id: ConnId,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    reader: OwnedReadHalf,
+    writer: OwnedWriteHalf,
+    inbuf: BytesMut,
+    /// Replies and notifications not yet written: flushed once per turn of the loop,
+    /// so a burst of replies costs one write.
+    out: BytesMut,
+    codec: FrameCodec,
+    session_id: i64,
+    caller: Caller,
+    queue: VecDeque<Pending>,
+}
+
+/// A request whose reply has not been written yet, in arrival order.
+enum Pending {
+    /// Proposed through consensus; the result arrives on `rx`.
+    Write {
+        xid: i32,
+        op: OpCode,
+        rx: oneshot::Receiver<Applied>,
+    },
+    /// A read (or other local request) behind a pending write of this session.
+    Local { xid: i32, request: Request },
+}
+
+impl Conn {
+    async fn run(&mut self) -> Result<(), ConnError> {
+        let handshake_timeout = self.shared.settings.min_session_timeout;
+        let first = tokio::time::timeout(handshake_timeout, self.read_exact_prefix())
+            .await
+            .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
+        if let Some(command) = fourlw::parse(&first) {
+            let text = fourlw::run(command, &self.shared);
+            self.writer.write_all(text.as_bytes()).await?;
+            self.writer.shutdown().await?;
+            return Ok(());
+        }
+        let connect = tokio::time::timeout(handshake_timeout, self.read_frame())
+            .await
+            .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
+        let request = ConnectRequest::decode(&mut paddock_wire::Reader::new(connect))?;
+        let (outbound_tx, outbound_rx) = mpsc::unbounded_channel();
+        self.handshake(request, outbound_tx).await?;
+        self.serve_requests(outbound_rx).await
+    }
+
+    /// The first four bytes: either a frame length or a four-letter word.
+    async fn read_exact_prefix(&mut self) -> Result<[u8; 4], ConnError> {
+        while self.inbuf.len() < 4 {
+            if self.reader.read_buf(&mut self.inbuf).await? == 0 {
+                return Err(ConnError::Eof);
+            }
+        }
+        Ok([self.inbuf[0], self.inbuf[1], self.inbuf[2], self.inbuf[3]])
+    }
+
+    async fn read_frame(&mut self) -> Result<Bytes, ConnError> {
+        loop {
+            if let Some(frame) = self.codec.decode(&mut self.inbuf)? {
+                return Ok(frame);
+            }
+            if self.reader.read_buf(&mut self.inbuf).await? == 0 {
+                return Err(ConnError::Eof);
+            }
+        }
+    }
+
+    async fn handshake(
+        &mut self,
+        request: ConnectRequest,
+        outbound: mpsc::UnboundedSender<Outbound>,
+    ) -> Result<(), ConnError> {
+        let last_zxid = self.shared.last_zxid();
+        if request.last_zxid_seen > last_zxid {
+            // ZooKeeper closes without a reply, so the client tries another server.
+            tracing::info!(
+                peer = %self.peer,
+                "refusing session: client has seen zxid {:#x}, ours is {:#x}",
+                request.last_zxid_seen,
+                last_zxid
+            );
+            return Err(ConnError::Refused("client is ahead of this server"));
+        }
+        let response = if request.session_id == 0 {
+            let timeout = self.shared.negotiate_timeout(request.timeout);
+            match self.shared.create_session(timeout, &self.caller).await {
+                Ok((session_id, passwd)) => ConnectResponse {
+                    protocol_version: 0,
+                    timeout,
+                    session_id,
+                    passwd,
+                    read_only: request.read_only.map(|_| false),
+                },
+                Err(code) => {
+                    tracing::warn!("session creation failed: {code}");
+                    ConnectResponse::refused(request.read_only)
+                }
+            }
+        } else {
+            match self
+                .shared
+                .reattach_session(request.session_id, &request.passwd)
+            {
+                Some(timeout) => ConnectResponse {
+                    protocol_version: 0,
+                    timeout,
+                    session_id: request.session_id,
+                    passwd: request.passwd.clone(),
+                    read_only: request.read_only.map(|_| false),
+                },
+                None => ConnectResponse::refused(request.read_only),
+            }
+        };
+        let accepted = response.timeout > 0;
+        write_frame(&mut self.out, self.codec.max_frame(), |b| {
+            response.encode(b)
+        })?;
+        self.flush().await?;
+        if !accepted {
+            return Err(ConnError::Refused("session expired or wrong password"));
+        }
+        self.session_id = response.session_id;
+        self.shared.conns.attach(self.id, self.session_id, outbound);
+        Ok(())
+    }
+
+    async fn serve_requests(
+        &mut self,
+        mut outbound: mpsc::UnboundedReceiver<Outbound>,
+    ) -> Result<(), ConnError> {
+        let shared = self.shared.clone();
+        loop {
+            let can_read = self.queue.len() < MAX_OUTSTANDING_PER_CONN && shared.admits_more();
+            tokio::select! {
+                biased;
+                message = outbound.recv() => match message {
+                    Some(Outbound::Notification { zxid, event }) => self.push_notification(zxid, &event)?,
+                    Some(Outbound::Close) | None => {
+                        self.flush().await?;
+                        return Err(ConnError::SessionClosed);
+                    }
+                },
+                applied = head_write(&mut self.queue) => {
+                    if let Some(Pending::Write { xid, op, .. }) = self.queue.pop_front() {
+                        self.drain_notifications(&mut outbound)?;
+                        let closing = op == OpCode::CloseSession;
+                        self.push_applied(xid, applied.zxid, applied.result)?;
+                        if closing {
+                            self.flush().await?;
+                            return Ok(());
+                        }
+                    }
+                    self.run_ready_locals(&mut outbound)?;
+                },
+                read = self.reader.read_buf(&mut self.inbuf), if can_read => {
+                    if read? == 0 {
+                        return Err(ConnError::Eof);
+                    }
+                    while self.queue.len() < MAX_OUTSTANDING_PER_CONN {
+                        let Some(frame) = self.codec.decode(&mut self.inbuf)? else { break };
+                        self.on_frame(frame, &mut outbound)?;
+                    }
+                },
+                _ = shared.shutdown.cancelled() => return Err(ConnError::Shutdown),
+            }
+            self.flush().await?;
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        frame: Bytes,
+        outbound: &mut mpsc::UnboundedReceiver<Outbound>,
+    ) -> Result<(), ConnError> {
+        self.shared.metrics.packet_received();
+        self.shared.touch_session(self.session_id);
+        let mut r = paddock_wire::Reader::new(frame);
+        let header = RequestHeader::decode(&mut r)?;
+        let request = match OpCode::try_from(header.op) {
+            Ok(op) => Request::decode(op, &mut r)?,
+            Err(_) => {
+                // ZooKeeper answers an unknown op with an error, not a disconnect.
+                self.push_error(header.xid, ErrorCode::Unimplemented)?;
+                return Ok(());
+            }
+        };
+        let op = request.op_code();
+        if op.is_write() {
+            let rx = self.shared.propose_client_write(
+                self.session_id,
+                header.xid,
+                &self.caller,
+                request,
+            );
+            self.queue.push_back(Pending::Write {
+                xid: header.xid,
+                op,
+                rx,
+            });
+        } else {
+            self.queue.push_back(Pending::Local {
+                xid: header.xid,
+                request,
+            });
+            self.run_ready_locals(outbound)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the local requests at the head of the queue, up to the first pending write.
+    fn run_ready_locals(
+        &mut self,
+        outbound: &mut mpsc::UnboundedReceiver<Outbound>,
+    ) -> Result<(), ConnError> {
+        while let Some(Pending::Local { .. }) = self.queue.front() {
+            let Some(Pending::Local { xid, request }) = self.queue.pop_front() else {
+                break;
+            };
+            self.drain_notifications(outbound)?;
+            let outcome = self.run_local(request);
+            for event in &outcome.events {
+                self.push_notification(outcome.zxid, event)?;
+            }
+            self.push_applied(xid, outcome.zxid, outcome.result)?;
+        }
+        Ok(())
+    }
+
+    fn run_local(&mut self, request: Request) -> Outcome {
+        let result = match request {
+            Request::Ping => Ok(Response::Empty),
+            Request::Auth(auth) => self
+                .caller
+                .add_auth(
+                    &auth.scheme,
+                    &auth.auth,
+                    self.shared.settings.super_digest.as_deref(),
+                )
+                .map(|()| Response::Empty),
+            // SASL is not offered; Kerberos-configured clients get a clear refusal.
+            Request::Sasl(_) => Err(ErrorCode::AuthFailed),
+            request => {
+                return self
+                    .shared
+                    .read(self.id, self.session_id, &self.caller, request)
+            }
+        };
+        Outcome {
+            zxid: self.shared.last_zxid(),
+            result,
+            events: Vec::new(),
+        }
+    }
+
+    fn drain_notifications(
+        &mut self,
+        outbound: &mut mpsc::UnboundedReceiver<Outbound>,
+    ) -> Result<(), ConnError> {
+        while let Ok(message) = outbound.try_recv() {
+            match message {
+                Outbound::Notification { zxid, event } => self.push_notification(zxid, &event)?,
+                // Seen again by the select loop's recv after this turn.
+                Outbound::Close => return Err(ConnError::SessionClosed),
+            }
+        }
+        Ok(())
+    }
+
+    fn push_notification(
+        &mut self,
+        zxid: i64,
+        event: &paddock_wire::WatcherEvent,
+    ) -> Result<(), ConnError> {
+        let header = ReplyHeader {
+            xid: Xid::Notification.as_i32(),
+            zxid,
+            err: ErrorCode::Ok,
+        };
+        write_frame(&mut self.out, self.codec.max_frame(), |b| {
+            header.encode(b);
+            event.encode(b);
+        })?;
+        Ok(())
+    }
+
+    fn push_applied(
+        &mut self,
+        xid: i32,
+        zxid: i64,
+        result: Result<Response, ErrorCode>,
+    ) -> Result<(), ConnError> {
+        self.shared.metrics.packet_sent();
+        let (err, body) = match result {
+            Ok(body) => (ErrorCode::Ok, Some(body)),
+            Err(code) => (code, None),
+        };
+        let header = ReplyHeader { xid, zxid, err };
+        let max = self.codec.max_frame();
+        let written = write_frame(&mut self.out, max, |b| {
+            header.encode(b);
+            if let Some(body) = &body {
+                body.encode(b);
+            }
+        });
+        if let Err(FrameError::TooLarge { len, .. }) = written {
+            // A reply the client could not read (e.g. getChildren of a huge node):
+            // answer with an error instead of a frame it would reject.
+            tracing::warn!(xid, len, "reply exceeds jute.maxbuffer");
+            self.push_error(xid, ErrorCode::MarshallingError)?;
+        }
+        Ok(())
+    }
+
+    fn push_error(&mut self, xid: i32, code: ErrorCode) -> Result<(), ConnError> {
+        let header = ReplyHeader {
+            xid,
+            zxid: self.shared.last_zxid(),
+            err: code,
+        };
+        write_frame(&mut self.out, self.codec.max_frame(), |b| header.encode(b))?;
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), ConnError> {
+        if !self.out.is_empty() {
+            self.writer.write_all(&self.out).await?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Resolves when the write at the head of the queue has been applied; pends forever
+/// when the head is not a write (the select loop then waits on the other branches).
+async fn head_write(queue: &mut VecDeque<Pending>) -> Applied {
+    match queue.front_mut() {
+        Some(Pending::Write { rx, .. }) => match rx.await {
+            Ok(applied) => applied,
+            // The waiter was dropped without an answer: the write's fate is unknown.
+            Err(_) => Applied {
+                zxid: 0,
+                result: Err(ErrorCode::ConnectionLoss),
+            },
+        },
+        _ => std::future::pending().await,
+    }
+}

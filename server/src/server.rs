@@ -1,0 +1,329 @@
+//! The state every connection task shares, and the operations they call on it: the one
+//! place where a request forks into a local read or a proposed write.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use paddock_wire::{ErrorCode, Request, WatcherEvent};
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::consensus::Proposer;
+use crate::metrics::Metrics;
+use crate::query;
+use crate::session::{passwd_matches, Caller, ExpiryTracker, SessionTable};
+use crate::tree::DataTree;
+use crate::txn::{Txn, TxnKind};
+use crate::wait::{Applied, WaitRegistry};
+use crate::watch::WatchRegistry;
+
+/// Identifies one client connection on this server (watches belong to connections).
+pub type ConnId = u64;
+
+/// What the rest of the server sends a connection task.
+#[derive(Debug)]
+pub enum Outbound {
+    /// A watch fired: written with xid -1 and the zxid of the txn that fired it.
+    Notification { zxid: i64, event: WatcherEvent },
+    /// The session ended (expired, or moved to another connection).
+    Close,
+}
+
+/// The settings the request path needs, taken from the config once.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub server_id: u64,
+    /// No `server.N` lines: `srvr` reports `Mode: standalone`.
+    pub standalone: bool,
+    pub client_addr: SocketAddr,
+    pub tick: Duration,
+    pub min_session_timeout: Duration,
+    pub max_session_timeout: Duration,
+    pub max_client_cnxns: usize,
+    pub global_outstanding_limit: usize,
+    pub max_frame: usize,
+    pub extended_types: bool,
+    pub super_digest: Option<String>,
+    pub four_letter_words: crate::config::FourLetterWords,
+}
+
+/// The replicated state: changed only by the state machine, read by everyone.
+pub struct Db {
+    pub tree: DataTree,
+    pub sessions: SessionTable,
+    /// The zxid of the last applied txn.
+    pub last_zxid: i64,
+}
+
+pub struct Shared {
+    pub settings: Settings,
+    pub db: RwLock<Db>,
+    /// Locked after `db` when both are held, never before.
+    pub watches: Mutex<WatchRegistry<ConnId>>,
+    pub conns: ConnRegistry,
+    pub waits: WaitRegistry,
+    pub expiry: Mutex<ExpiryTracker>,
+    pub metrics: Metrics,
+    pub shutdown: CancellationToken,
+    pub is_leader: Arc<AtomicBool>,
+    proposer: Proposer,
+    next_session: AtomicI64,
+    pub started: Instant,
+}
+
+impl Shared {
+    pub fn new(settings: Settings, proposer: Proposer, is_leader: Arc<AtomicBool>) -> Self {
+        let server_id = settings.server_id;
+        Shared {
+            db: RwLock::new(Db {
+                tree: DataTree::new(),
+                sessions: SessionTable::default(),
+                last_zxid: 0,
+            }),
+            watches: Mutex::new(WatchRegistry::new()),
+            conns: ConnRegistry::default(),
+            waits: WaitRegistry::new(server_id),
+            expiry: Mutex::new(ExpiryTracker::default()),
+            metrics: Metrics::default(),
+            shutdown: CancellationToken::new(),
+            is_leader,
+            proposer,
+            next_session: AtomicI64::new(first_session_id(server_id)),
+            started: Instant::now(),
+            settings,
+        }
+    }
+
+    pub fn last_zxid(&self) -> i64 {
+        self.db.read().last_zxid
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.is_leader.load(Ordering::Acquire)
+    }
+
+    /// Clamps a requested session timeout into [min, max], as ZooKeeper does.
+    pub fn negotiate_timeout(&self, requested: i32) -> i32 {
+        let min = millis(self.settings.min_session_timeout);
+        let max = millis(self.settings.max_session_timeout);
+        requested.clamp(min, max)
+    }
+
+    /// Whether the server takes more requests in, or pushes back on its sockets.
+    pub fn admits_more(&self) -> bool {
+        self.waits.len() < self.settings.global_outstanding_limit
+    }
+
+    /// Proposes a new session and waits until it is applied.
+    pub async fn create_session(
+        &self,
+        timeout: i32,
+        caller: &Caller,
+    ) -> Result<(i64, Bytes), ErrorCode> {
+        let session_id = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let mut passwd = [0u8; 16];
+        getrandom::getrandom(&mut passwd).map_err(|_| ErrorCode::SystemError)?;
+        let passwd = Bytes::copy_from_slice(&passwd);
+        let kind = TxnKind::CreateSession {
+            timeout,
+            passwd: passwd.clone(),
+        };
+        let applied = self.propose(session_id, 0, caller, kind).await?;
+        applied.result?;
+        Ok((session_id, passwd))
+    }
+
+    /// Checks a reattaching client's credentials; its negotiated timeout if they hold.
+    pub fn reattach_session(&self, session_id: i64, passwd: &[u8]) -> Option<i32> {
+        let db = self.db.read();
+        let session = db.sessions.get(session_id)?;
+        if !passwd_matches(&session.passwd, passwd) {
+            return None;
+        }
+        self.expiry.lock().touch(session_id, Instant::now());
+        Some(session.timeout)
+    }
+
+    pub fn touch_session(&self, session_id: i64) {
+        self.expiry.lock().touch(session_id, Instant::now());
+    }
+
+    /// Proposes a client's write; its result arrives on the receiver once applied.
+    pub fn propose_client_write(
+        &self,
+        session_id: i64,
+        xid: i32,
+        caller: &Caller,
+        request: Request,
+    ) -> oneshot::Receiver<Applied> {
+        let kind = match request {
+            Request::CloseSession => TxnKind::CloseSession,
+            request => TxnKind::Client(request),
+        };
+        self.propose_kind(session_id, xid, caller, kind)
+    }
+
+    async fn propose(
+        &self,
+        session_id: i64,
+        xid: i32,
+        caller: &Caller,
+        kind: TxnKind,
+    ) -> Result<Applied, ErrorCode> {
+        self.propose_kind(session_id, xid, caller, kind)
+            .await
+            .map_err(|_| ErrorCode::ConnectionLoss)
+    }
+
+    fn propose_kind(
+        &self,
+        session_id: i64,
+        xid: i32,
+        caller: &Caller,
+        kind: TxnKind,
+    ) -> oneshot::Receiver<Applied> {
+        let (origin, rx) = self.waits.register();
+        let txn = Txn {
+            origin,
+            session_id,
+            xid,
+            time: now_millis(),
+            caller: caller.ids().to_vec(),
+            kind,
+        };
+        if self.proposer.propose(txn.encode()).is_err() {
+            self.waits.complete(
+                origin,
+                Applied {
+                    zxid: 0,
+                    result: Err(ErrorCode::ConnectionLoss),
+                },
+            );
+        }
+        rx
+    }
+
+    /// Proposes a txn nobody waits for (the leader's expiry and cleanup).
+    pub fn propose_internal(&self, session_id: i64, kind: TxnKind) {
+        let txn = Txn {
+            origin: Default::default(),
+            session_id,
+            xid: 0,
+            time: now_millis(),
+            caller: Vec::new(),
+            kind,
+        };
+        if self.proposer.propose(txn.encode()).is_err() {
+            tracing::warn!("consensus stopped; internal txn dropped");
+        }
+    }
+
+    /// Runs a read (or a local, per-connection request) against this server's tree.
+    pub fn read(
+        &self,
+        conn: ConnId,
+        session_id: i64,
+        caller: &Caller,
+        request: Request,
+    ) -> query::Outcome {
+        query::run(self, conn, session_id, caller, request)
+    }
+
+    pub fn connection_closed(&self, conn: ConnId, session_id: i64) {
+        self.conns.detach(conn, session_id);
+        self.watches.lock().remove_connection(conn);
+    }
+}
+
+/// Open connections: who to send notifications to, and which connection holds each
+/// session on this server.
+#[derive(Default)]
+pub struct ConnRegistry {
+    next: AtomicU64,
+    inner: Mutex<ConnTable>,
+}
+
+#[derive(Default)]
+struct ConnTable {
+    senders: HashMap<ConnId, mpsc::UnboundedSender<Outbound>>,
+    by_session: HashMap<i64, ConnId>,
+}
+
+impl ConnRegistry {
+    pub fn next_id(&self) -> ConnId {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Records that `conn` now holds `session`; a connection that held it before is
+    /// told to close (the client moved).
+    pub fn attach(&self, conn: ConnId, session: i64, tx: mpsc::UnboundedSender<Outbound>) {
+        let mut table = self.inner.lock();
+        table.senders.insert(conn, tx);
+        if let Some(old) = table.by_session.insert(session, conn) {
+            if let Some(old_tx) = table.senders.get(&old) {
+                let _ = old_tx.send(Outbound::Close);
+            }
+        }
+    }
+
+    pub fn detach(&self, conn: ConnId, session: i64) {
+        let mut table = self.inner.lock();
+        table.senders.remove(&conn);
+        if table.by_session.get(&session) == Some(&conn) {
+            table.by_session.remove(&session);
+        }
+    }
+
+    pub fn send(&self, conn: ConnId, message: Outbound) {
+        if let Some(tx) = self.inner.lock().senders.get(&conn) {
+            // A closed receiver means the connection is going away anyway.
+            let _ = tx.send(message);
+        }
+    }
+
+    /// Tells the connection holding `session`, if on this server, to close.
+    pub fn close_session(&self, session: i64) {
+        let table = self.inner.lock();
+        if let Some(conn) = table.by_session.get(&session) {
+            if let Some(tx) = table.senders.get(conn) {
+                let _ = tx.send(Outbound::Close);
+            }
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.inner.lock().senders.len()
+    }
+
+    /// (connection, session) pairs, for `cons`.
+    pub fn sessions(&self) -> Vec<(ConnId, i64)> {
+        let table = self.inner.lock();
+        let mut pairs: Vec<(ConnId, i64)> =
+            table.by_session.iter().map(|(s, c)| (*c, *s)).collect();
+        pairs.sort_unstable();
+        pairs
+    }
+}
+
+/// Session ids start from the server id in the top byte and the time below it, as
+/// ZooKeeper's `initializeNextSession` does, so ids differ across servers and restarts.
+fn first_session_id(server_id: u64) -> i64 {
+    let now = now_millis();
+    let time_part = ((now << 24) as u64 >> 8) as i64;
+    time_part | ((server_id as i64) << 56)
+}
+
+pub fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn millis(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+}

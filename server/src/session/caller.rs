@@ -1,0 +1,55 @@
+//! The identities a connection acts as: its IP address always, plus whatever it has
+//! proven with `addauth`. They travel in each write's txn so ACLs are checked the same
+//! way on every replica.
+
+use std::net::SocketAddr;
+
+use paddock_wire::{ErrorCode, Id};
+
+use crate::acl;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    ids: Vec<Id>,
+}
+
+impl Caller {
+    pub fn for_peer(peer: SocketAddr) -> Self {
+        Caller {
+            ids: vec![Id::new("ip", peer.ip().to_string())],
+        }
+    }
+
+    pub fn ids(&self) -> &[Id] {
+        &self.ids
+    }
+
+    /// `addauth SCHEME AUTH`. Only `digest` is supported (as in a default ZooKeeper);
+    /// a digest that matches `superDigest` also makes the caller the super user.
+    pub fn add_auth(
+        &mut self,
+        scheme: &str,
+        auth: &[u8],
+        super_digest: Option<&str>,
+    ) -> Result<(), ErrorCode> {
+        if scheme != "digest" {
+            return Err(ErrorCode::AuthFailed);
+        }
+        let credentials = std::str::from_utf8(auth).map_err(|_| ErrorCode::AuthFailed)?;
+        if !credentials.contains(':') {
+            return Err(ErrorCode::AuthFailed);
+        }
+        let digest = acl::generate_digest(credentials);
+        if super_digest == Some(digest.as_str()) {
+            self.push(Id::new("super", ""));
+        }
+        self.push(Id::new("digest", digest));
+        Ok(())
+    }
+
+    fn push(&mut self, id: Id) {
+        if !self.ids.contains(&id) {
+            self.ids.push(id);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Sessions: the replicated table of live sessions, the leader's expiry clock, and the
+//! identities a connection has authenticated as.
+
+mod caller;
+mod expiry;
+
+pub use caller::Caller;
+pub use expiry::ExpiryTracker;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+/// A session as every replica knows it. Changed only by applied txns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub id: i64,
+    /// The negotiated timeout, milliseconds.
+    pub timeout: i32,
+    /// What a client must present to reattach; random, made when the session was
+    /// proposed, so only the service can know it.
+    pub passwd: Bytes,
+}
+
+/// The replicated session table.
+#[derive(Debug, Clone, Default)]
+pub struct SessionTable {
+    sessions: HashMap<i64, Session>,
+}
+
+impl SessionTable {
+    pub fn insert(&mut self, session: Session) {
+        self.sessions.insert(session.id, session);
+    }
+
+    pub fn remove(&mut self, id: i64) -> Option<Session> {
+        self.sessions.remove(&id)
+    }
+
+    pub fn get(&self, id: i64) -> Option<&Session> {
+        self.sessions.get(&id)
+    }
+
+    pub fn contains(&self, id: i64) -> bool {
+        self.sessions.contains_key(&id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Session> {
+        self.sessions.values()
+    }
+}
+
+/// Compares passwords without an early exit, so timing doesn't tell how much matched.
+pub fn passwd_matches(expected: &[u8], given: &[u8]) -> bool {
+    expected.len() == given.len()
+        && expected
+            .iter()
+            .zip(given)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}

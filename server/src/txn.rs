@@ -1,0 +1,182 @@
+//! The replicated command. A client write becomes a [`Txn`] once, on the server that
+//! proposes it, which stamps everything that must not differ between replicas (the
+//! time, the session's identities, a new session's id and password). Every replica then
+//! validates and applies the txn from its bytes alone.
+//!
+//! Encoding (jute primitives, big-endian), one raft entry's data:
+//! `origin.server i64 | origin.request i64 | session_id i64 | xid i32 | time i64 |
+//!  caller vector<Id> | kind i32 | body`, where the body of kind
+//! 0 (client request) is `op i32` + the request record as the client sent it,
+//! 1 (create session) is `timeout i32 | passwd buffer`, 2 (close session) is empty,
+//! 3 (expire session) is empty, and 4 (delete container) is `path ustring`.
+
+use bytes::{Bytes, BytesMut};
+use paddock_wire::jute::{write_i32, write_i64, Reader, Record};
+use paddock_wire::{DecodeError, Id, OpCode, Request};
+
+/// Who is waiting for a txn's result: the proposing server and its request counter.
+/// A server answers only the txns it proposed itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Origin {
+    pub server: u64,
+    pub request: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Txn {
+    pub origin: Origin,
+    pub session_id: i64,
+    /// The client's xid, echoed in the reply.
+    pub xid: i32,
+    /// Milliseconds since the epoch, stamped once by the proposer: ctime and mtime.
+    pub time: i64,
+    /// The session's identities when the request was made (ip, digest, super), so ACLs
+    /// are checked the same way on every replica.
+    pub caller: Vec<Id>,
+    pub kind: TxnKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnKind {
+    /// A client's write: create*, delete, setData, setACL, check or multi.
+    Client(Request),
+    CreateSession {
+        timeout: i32,
+        /// Random, made by the proposer: what a client must show to reattach.
+        passwd: Bytes,
+    },
+    /// The client closed its session.
+    CloseSession,
+    /// The leader found the session silent for longer than its timeout.
+    ExpireSession,
+    /// The leader's cleanup of an empty container or an expired TTL node; re-checked
+    /// when applied, since a child may have been added meanwhile.
+    DeleteContainer { path: String },
+}
+
+impl Txn {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut buf = BytesMut::with_capacity(128);
+        write_i64(&mut buf, self.origin.server as i64);
+        write_i64(&mut buf, self.origin.request as i64);
+        write_i64(&mut buf, self.session_id);
+        write_i32(&mut buf, self.xid);
+        write_i64(&mut buf, self.time);
+        self.caller.encode(&mut buf);
+        match &self.kind {
+            TxnKind::Client(request) => {
+                write_i32(&mut buf, 0);
+                write_i32(&mut buf, request.op_code().as_i32());
+                request.encode(&mut buf);
+            }
+            TxnKind::CreateSession { timeout, passwd } => {
+                write_i32(&mut buf, 1);
+                write_i32(&mut buf, *timeout);
+                passwd.encode(&mut buf);
+            }
+            TxnKind::CloseSession => write_i32(&mut buf, 2),
+            TxnKind::ExpireSession => write_i32(&mut buf, 3),
+            TxnKind::DeleteContainer { path } => {
+                write_i32(&mut buf, 4);
+                path.encode(&mut buf);
+            }
+        }
+        buf.to_vec()
+    }
+
+    pub fn decode(data: Bytes) -> Result<Txn, DecodeError> {
+        let mut r = Reader::new(data);
+        let origin = Origin {
+            server: r.read_i64()? as u64,
+            request: r.read_i64()? as u64,
+        };
+        let session_id = r.read_i64()?;
+        let xid = r.read_i32()?;
+        let time = r.read_i64()?;
+        let caller = Vec::<Id>::decode(&mut r)?;
+        let kind = match r.read_i32()? {
+            0 => {
+                let op = OpCode::try_from(r.read_i32()?)?;
+                TxnKind::Client(Request::decode(op, &mut r)?)
+            }
+            1 => TxnKind::CreateSession {
+                timeout: r.read_i32()?,
+                passwd: r.read_buffer()?,
+            },
+            2 => TxnKind::CloseSession,
+            3 => TxnKind::ExpireSession,
+            4 => TxnKind::DeleteContainer {
+                path: r.read_ustring()?,
+            },
+            other => {
+                return Err(DecodeError::InvalidValue {
+                    field: "txn kind",
+                    value: other.into(),
+                })
+            }
+        };
+        r.finish()?;
+        Ok(Txn {
+            origin,
+            session_id,
+            xid,
+            time,
+            caller,
+            kind,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paddock_wire::{Acl, CreateRequest, PathVersionRequest};
+
+    #[test]
+    fn txns_round_trip() {
+        let base = Txn {
+            origin: Origin {
+                server: 3,
+                request: 99,
+            },
+            session_id: 0x0100_0000_0000_0001,
+            xid: 12,
+            time: 1_700_000_000_000,
+            caller: vec![Id::new("ip", "127.0.0.1"), Id::new("digest", "u:h")],
+            kind: TxnKind::CloseSession,
+        };
+        let kinds = [
+            TxnKind::Client(Request::Multi(vec![
+                Request::Create(CreateRequest {
+                    path: "/a".into(),
+                    data: Bytes::from_static(b"x"),
+                    acl: Acl::open_unsafe(),
+                    flags: 1,
+                }),
+                Request::Delete(PathVersionRequest {
+                    path: "/a".into(),
+                    version: 0,
+                }),
+            ])),
+            TxnKind::CreateSession {
+                timeout: 4000,
+                passwd: Bytes::from_static(&[7; 16]),
+            },
+            TxnKind::CloseSession,
+            TxnKind::ExpireSession,
+            TxnKind::DeleteContainer { path: "/c".into() },
+        ];
+        for kind in kinds {
+            let txn = Txn {
+                kind,
+                ..base.clone()
+            };
+            assert_eq!(Txn::decode(Bytes::from(txn.encode())), Ok(txn));
+        }
+    }
+
+    #[test]
+    fn corrupt_txns_are_errors() {
+        assert!(Txn::decode(Bytes::from_static(b"short")).is_err());
+    }
+}

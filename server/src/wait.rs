@@ -1,0 +1,84 @@
+//! Request id → the task waiting for that write's result. Replies are matched to
+//! requests by id (the txn's origin), never by queue order.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use paddock_wire::{ErrorCode, Response};
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::txn::Origin;
+
+/// What a write came to: the zxid it was applied at, and its reply.
+#[derive(Debug)]
+pub struct Applied {
+    pub zxid: i64,
+    pub result: Result<Response, ErrorCode>,
+}
+
+pub struct WaitRegistry {
+    server: u64,
+    next: AtomicU64,
+    waiting: Mutex<HashMap<u64, oneshot::Sender<Applied>>>,
+}
+
+impl WaitRegistry {
+    pub fn new(server: u64) -> Self {
+        WaitRegistry {
+            server,
+            next: AtomicU64::new(1),
+            waiting: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A fresh origin for a txn this server proposes, and the receiver of its result.
+    pub fn register(&self) -> (Origin, oneshot::Receiver<Applied>) {
+        let request = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.waiting.lock().insert(request, tx);
+        (
+            Origin {
+                server: self.server,
+                request,
+            },
+            rx,
+        )
+    }
+
+    /// Hands a result to its waiter, if this server proposed the txn and the waiter is
+    /// still there (a closed connection drops its receivers).
+    pub fn complete(&self, origin: Origin, applied: Applied) {
+        if origin.server != self.server {
+            return;
+        }
+        if let Some(tx) = self.waiting.lock().remove(&origin.request) {
+            // The receiver is gone when the client disconnected: nothing to tell.
+            let _ = tx.send(applied);
+        }
+    }
+
+    /// Fails every waiter, e.g. when a proposal was dropped by a leader change.
+    pub fn fail_all(&self, code: ErrorCode) {
+        for (_, tx) in self.waiting.lock().drain() {
+            let _ = tx.send(Applied {
+                zxid: 0,
+                result: Err(code),
+            });
+        }
+    }
+
+    pub fn forget(&self, origin: Origin) {
+        if origin.server == self.server {
+            self.waiting.lock().remove(&origin.request);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.waiting.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

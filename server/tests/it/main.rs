@@ -1,0 +1,9 @@
+//! Paddock's server, tested as users meet it: the real `paddock` binary on 127.0.0.1,
+//! driven by real ZooKeeper clients (kazoo, zkCli.sh) and by raw wire bytes, and
+//! compared with Apache ZooKeeper 3.8 running the same scenarios.
+
+mod bad_input;
+mod fourlw;
+mod kazoo;
+mod support;
+mod zkcli;

@@ -1,0 +1,266 @@
+//! Starting and stopping servers for tests: Paddock from this build, Apache ZooKeeper
+//! from Debian's `zookeeper` package (installed by `.ci/run`). Every server is killed
+//! when its handle drops, and every wait is bounded.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use paddock_wire::codec::write_frame;
+use paddock_wire::jute::Reader;
+use paddock_wire::{
+    ConnectRequest, ConnectResponse, OpCode, Record, ReplyHeader, Request, Response,
+    DEFAULT_MAX_FRAME,
+};
+
+pub const ZOOKEEPER_HOME: &str = "/usr/share/zookeeper";
+
+/// A port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A server process under test.
+pub struct Server {
+    pub addr: SocketAddr,
+    child: Child,
+    _dir: tempfile::TempDir,
+    pub log: PathBuf,
+}
+
+impl Server {
+    pub fn hosts(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's resident memory, from /proc.
+    pub fn rss_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The zoo.cfg lines both servers get, so their behaviour is comparable.
+fn common_config(dir: &Path, port: u16, extra: &str) -> String {
+    format!(
+        "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+         4lw.commands.whitelist=*\nextendedTypesEnabled=true\n{extra}\n",
+        dir.join("data").display()
+    )
+}
+
+/// Starts `paddock` with a fresh data dir on a free port; `extra` adds zoo.cfg lines.
+pub fn paddock(extra: &str) -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    std::fs::create_dir_all(dir.path().join("data")).expect("data dir");
+    let config = dir.path().join("zoo.cfg");
+    std::fs::write(&config, common_config(dir.path(), port, extra)).expect("config");
+    let log = dir.path().join("paddock.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("start paddock");
+    wait_until_serving(child, dir, port, log)
+}
+
+/// Whether Debian's ZooKeeper is installed (CI installs it in `.ci/run`).
+pub fn zookeeper_installed() -> bool {
+    Path::new(ZOOKEEPER_HOME).join("bin/zkServer.sh").exists()
+}
+
+/// Starts Apache ZooKeeper 3.8 standalone with the same settings as [`paddock`].
+pub fn zookeeper(extra: &str) -> Server {
+    assert!(
+        zookeeper_installed(),
+        "Apache ZooKeeper is not installed: run `apt-get install -y zookeeper` (see .ci/run)"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let config = dir.path().join("zoo.cfg");
+    let extra = format!("{extra}\nadmin.enableServer=false\n");
+    std::fs::write(&config, common_config(dir.path(), port, &extra)).expect("config");
+    let log = dir.path().join("zookeeper.log");
+    let child = Command::new(Path::new(ZOOKEEPER_HOME).join("bin/zkServer.sh"))
+        .arg("start-foreground")
+        .arg(&config)
+        .env("ZOO_LOG_DIR", dir.path())
+        .stdout(std::fs::File::create(&log).expect("log file"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start zookeeper");
+    wait_until_serving(child, dir, port, log)
+}
+
+fn wait_until_serving(child: Child, dir: tempfile::TempDir, port: u16, log: PathBuf) -> Server {
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut server = Server {
+        addr,
+        child,
+        _dir: dir,
+        log,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if !server.is_running() {
+            panic!(
+                "server exited during start-up: {}",
+                std::fs::read_to_string(&server.log).unwrap_or_default()
+            );
+        }
+        // Any answer means it serves (ruok may be off the whitelist).
+        if four_letter(addr, "ruok").is_some_and(|answer| !answer.is_empty()) {
+            return server;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("server on {addr} did not answer ruok within 30 s");
+}
+
+/// Sends a four-letter word and returns the answer, or None if nobody answered.
+pub fn four_letter(addr: SocketAddr, command: &str) -> Option<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.write_all(command.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
+}
+
+/// Runs a kazoo scenario (tests/kazoo/scenarios.py) and returns its transcript.
+pub fn kazoo(server: &Server, scenario: &str) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/scenarios.py");
+    let output = run_bounded(
+        Command::new("python3")
+            .arg(script)
+            .arg(server.hosts())
+            .arg(scenario),
+        Duration::from_secs(120),
+    );
+    assert!(
+        output.status.success(),
+        "kazoo scenario {scenario} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Runs a command with a time limit; a command that overruns is killed.
+pub fn run_bounded(command: &mut Command, limit: Duration) -> std::process::Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return child.wait_with_output().expect("output"),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                panic!("{command:?} ran longer than {limit:?}");
+            }
+        }
+    }
+}
+
+/// A blocking client that speaks raw frames, for tests that misbehave on purpose.
+pub struct RawClient {
+    pub stream: TcpStream,
+}
+
+impl RawClient {
+    pub fn connect(addr: SocketAddr) -> RawClient {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let connect = ConnectRequest {
+            timeout: 10_000,
+            passwd: Bytes::from_static(&[0; 16]),
+            read_only: Some(false),
+            ..Default::default()
+        };
+        let mut out = BytesMut::new();
+        write_frame(&mut out, DEFAULT_MAX_FRAME, |b| connect.encode(b)).expect("frame");
+        stream.write_all(&out).expect("send connect");
+        let response = ConnectResponse::from_bytes(read_frame(&mut stream).expect("reply"))
+            .expect("connect response");
+        assert!(response.timeout > 0, "session refused");
+        RawClient { stream }
+    }
+
+    pub fn send(&mut self, xid: i32, request: &Request) {
+        let mut out = BytesMut::new();
+        write_frame(&mut out, DEFAULT_MAX_FRAME, |b| {
+            request.encode_with_header(xid, b)
+        })
+        .expect("frame");
+        self.stream.write_all(&out).expect("send");
+    }
+
+    /// Sends a request and reads frames until its reply (skipping notifications).
+    pub fn call(&mut self, xid: i32, request: &Request) -> (ReplyHeader, Option<Response>) {
+        self.send(xid, request);
+        loop {
+            let mut r = Reader::new(read_frame(&mut self.stream).expect("reply"));
+            let header = ReplyHeader::decode(&mut r).expect("header");
+            if header.xid != xid {
+                continue;
+            }
+            let op: OpCode = request.op_code();
+            let body = header
+                .err
+                .is_ok()
+                .then(|| Response::decode(op, &mut r).expect("body"));
+            return (header, body);
+        }
+    }
+}
+
+/// Reads one frame's payload; None on EOF or error.
+pub fn read_frame(stream: &mut TcpStream) -> Option<Bytes> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).ok()?;
+    let len = usize::try_from(i32::from_be_bytes(len)).ok()?;
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).ok()?;
+    Some(payload.into())
+}
