@@ -108,6 +108,22 @@ enum Pending {
     },
     /// A read (or other local request) behind a pending write of this session.
     Local { xid: i32, request: Request },
+    /// Refused before it went anywhere; answered in its turn.
+    Rejected { xid: i32, code: ErrorCode },
+}
+
+/// The header allowance ZooKeeper adds to jute.maxbuffer for a frame.
+const FRAME_ALLOWANCE: usize = 1024;
+
+/// The znode data a write carries, all ops of a multi together.
+fn data_len(request: &Request) -> usize {
+    match request {
+        Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r.data.len(),
+        Request::CreateTtl(r) => r.data.len(),
+        Request::SetData(r) => r.data.len(),
+        Request::Multi(ops) => ops.iter().map(data_len).sum(),
+        _ => 0,
+    }
 }
 
 impl Conn {
@@ -272,6 +288,21 @@ impl Conn {
             }
         };
         let op = request.op_code();
+        if data_len(&request)
+            > self
+                .shared
+                .settings
+                .max_frame
+                .saturating_sub(FRAME_ALLOWANCE)
+        {
+            // Data over jute.maxbuffer could be stored but never read back.
+            self.queue.push_back(Pending::Rejected {
+                xid: header.xid,
+                code: ErrorCode::BadArguments,
+            });
+            self.run_ready_locals(outbound)?;
+            return Ok(());
+        }
         if op.is_write() {
             let rx = self.shared.propose_client_write(
                 self.session_id,
@@ -299,9 +330,17 @@ impl Conn {
         &mut self,
         outbound: &mut mpsc::UnboundedReceiver<Outbound>,
     ) -> Result<(), ConnError> {
-        while let Some(Pending::Local { .. }) = self.queue.front() {
-            let Some(Pending::Local { xid, request }) = self.queue.pop_front() else {
-                break;
+        while matches!(
+            self.queue.front(),
+            Some(Pending::Local { .. } | Pending::Rejected { .. })
+        ) {
+            let (xid, request) = match self.queue.pop_front() {
+                Some(Pending::Local { xid, request }) => (xid, request),
+                Some(Pending::Rejected { xid, code }) => {
+                    self.push_error(xid, code)?;
+                    continue;
+                }
+                _ => break,
             };
             self.drain_notifications(outbound)?;
             let outcome = self.run_local(request);

@@ -1,9 +1,10 @@
 //! Starts a server from its config: the raft thread, the state machine, the client
 //! listener and the leader's housekeeping; runs until shutdown.
 
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::net::TcpListener;
 
@@ -12,11 +13,6 @@ use crate::consensus::{self, Consensus, ConsensusConfig};
 use crate::server::{now_millis, Settings, Shared};
 use crate::state_machine::StateMachine;
 use crate::txn::TxnKind;
-
-/// How often the leader looks for empty containers and expired TTL nodes (ZooKeeper's
-/// `znode.container.checkIntervalMs` defaults to a minute; Paddock checks more often
-/// since a check is a cheap scan of a small index).
-const CONTAINER_CHECK_INTERVAL: Duration = Duration::from_secs(10);
 
 pub fn settings(config: &Config) -> Settings {
     Settings {
@@ -91,24 +87,23 @@ impl Daemon {
         for task in self.tasks {
             let _ = task.await;
         }
-        // Connection tasks hold the last Proposers; give them a moment to notice.
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Arc::strong_count(&self.shared) > 1 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        drop(self.shared);
         tokio::task::spawn_blocking(move || self.consensus.join())
             .await
             .ok();
     }
 }
 
-/// The leader's housekeeping: expire silent sessions, remove empty containers and
-/// expired TTL nodes. Every server runs this loop; only the leader acts.
+/// The leader's housekeeping, once a tick: expire silent sessions, remove empty
+/// containers and expired TTL nodes (ZooKeeper's ContainerManager checks once a minute
+/// by default; a check here is a scan of the containers index alone, so Paddock checks
+/// every tick). Every server runs this loop; only the leader acts.
 async fn leader_duties(shared: Arc<Shared>) {
     let mut ticker = tokio::time::interval(shared.settings.tick);
     let mut was_leader = false;
-    let mut last_container_check = Instant::now();
+    // Reaps in flight, by when they were proposed: re-proposed only if still due ten
+    // ticks later (the proposal was lost to a leader change).
+    let mut reaping: HashMap<String, Instant> = HashMap::new();
+    let retry_after = shared.settings.tick * 10;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
@@ -128,14 +123,19 @@ async fn leader_duties(shared: Arc<Shared>) {
             tracing::info!("expiring session {session:#x}");
             shared.propose_internal(session, TxnKind::ExpireSession);
         }
-        if last_container_check.elapsed() >= CONTAINER_CHECK_INTERVAL {
-            last_container_check = Instant::now();
-            let doomed = shared
-                .db
-                .read()
-                .tree
-                .expired_containers_and_ttls(now_millis(), 0);
-            for path in doomed {
+        let due = shared
+            .db
+            .read()
+            .tree
+            .expired_containers_and_ttls(now_millis(), 0);
+        let now = Instant::now();
+        reaping.retain(|path, _| due.contains(path));
+        for path in due {
+            let stale = reaping
+                .get(&path)
+                .is_none_or(|proposed| now.duration_since(*proposed) >= retry_after);
+            if stale {
+                reaping.insert(path.clone(), now);
                 shared.propose_internal(0, TxnKind::DeleteContainer { path });
             }
         }

@@ -58,6 +58,7 @@ pub struct ConsensusStopped;
 /// The running raft loop, observable from other threads.
 pub struct Consensus {
     commit_index: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -88,7 +89,9 @@ impl Consensus {
             node.campaign()?;
         }
         let commit_index = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
         let mut raft_loop = RaftLoop {
+            stop: stop.clone(),
             node,
             proposals: proposals.rx,
             applier,
@@ -102,6 +105,7 @@ impl Consensus {
             .map_err(raft::Error::Io)?;
         Ok(Consensus {
             commit_index,
+            stop,
             thread: Some(thread),
         })
     }
@@ -112,8 +116,9 @@ impl Consensus {
 }
 
 impl Consensus {
-    /// Waits for the raft thread, which ends once every [`Proposer`] is dropped.
+    /// Stops the raft thread (within a tick) and waits for it.
     pub fn join(mut self) {
+        self.stop.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -121,6 +126,9 @@ impl Consensus {
 }
 
 struct RaftLoop<A: Applier> {
+    /// Set at shutdown. The applier holds the server state, which holds a Proposer, so
+    /// the proposal channel alone never disconnects.
+    stop: Arc<AtomicBool>,
     node: RawNode<MemStorage>,
     proposals: Receiver<Vec<u8>>,
     applier: A,
@@ -135,7 +143,7 @@ const MAX_PROPOSALS_PER_TURN: usize = 4096;
 impl<A: Applier> RaftLoop<A> {
     fn run(&mut self) {
         let mut next_tick = Instant::now() + self.tick;
-        loop {
+        while !self.stop.load(Ordering::Acquire) {
             let wait = next_tick.saturating_duration_since(Instant::now());
             match self.proposals.recv_timeout(wait) {
                 Ok(data) => {

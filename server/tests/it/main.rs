@@ -5,5 +5,8 @@
 mod bad_input;
 mod fourlw;
 mod kazoo;
+mod lifecycle;
+mod nodes;
+mod sessions;
 mod support;
 mod zkcli;

@@ -207,24 +207,38 @@ pub struct RawClient {
 }
 
 impl RawClient {
+    /// Opens a new session.
     pub fn connect(addr: SocketAddr) -> RawClient {
-        let mut stream = TcpStream::connect(addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
-        let connect = ConnectRequest {
+        let (client, response) = RawClient::handshake(addr, &Self::new_session())
+            .expect("the server answered the handshake");
+        assert!(response.timeout > 0, "session refused");
+        client
+    }
+
+    /// A connect request for a new session with a 10 s timeout.
+    pub fn new_session() -> ConnectRequest {
+        ConnectRequest {
             timeout: 10_000,
             passwd: Bytes::from_static(&[0; 16]),
             read_only: Some(false),
             ..Default::default()
-        };
+        }
+    }
+
+    /// Sends `connect`; None if the server closed the connection without answering.
+    pub fn handshake(
+        addr: SocketAddr,
+        connect: &ConnectRequest,
+    ) -> Option<(RawClient, ConnectResponse)> {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
         let mut out = BytesMut::new();
         write_frame(&mut out, DEFAULT_MAX_FRAME, |b| connect.encode(b)).expect("frame");
         stream.write_all(&out).expect("send connect");
-        let response = ConnectResponse::from_bytes(read_frame(&mut stream).expect("reply"))
-            .expect("connect response");
-        assert!(response.timeout > 0, "session refused");
-        RawClient { stream }
+        let response = ConnectResponse::from_bytes(read_frame(&mut stream)?).expect("response");
+        Some((RawClient { stream }, response))
     }
 
     pub fn send(&mut self, xid: i32, request: &Request) {
