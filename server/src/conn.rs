@@ -100,10 +100,16 @@ struct Conn {
 
 /// A request whose reply has not been written yet, in arrival order.
 enum Pending {
-    /// Proposed through consensus; the result arrives on `rx`.
+    /// Proposed through consensus (or a sync barrier); the result arrives on `rx`.
     Write {
         xid: i32,
         op: OpCode,
+        rx: oneshot::Receiver<Applied>,
+    },
+    /// A `sync`: answered with its path once the barrier holds.
+    Sync {
+        xid: i32,
+        path: String,
         rx: oneshot::Receiver<Applied>,
     },
     /// A read (or other local request) behind a pending write of this session.
@@ -203,6 +209,7 @@ impl Conn {
             match self
                 .shared
                 .reattach_session(request.session_id, &request.passwd)
+                .await
             {
                 Some(timeout) => ConnectResponse {
                     protocol_version: 0,
@@ -244,14 +251,20 @@ impl Conn {
                     }
                 },
                 applied = head_write(&mut self.queue) => {
-                    if let Some(Pending::Write { xid, op, .. }) = self.queue.pop_front() {
-                        self.drain_notifications(&mut outbound)?;
-                        let closing = op == OpCode::CloseSession;
-                        self.push_applied(xid, applied.zxid, applied.result)?;
-                        if closing {
-                            self.flush().await?;
-                            return Ok(());
+                    self.drain_notifications(&mut outbound)?;
+                    match self.queue.pop_front() {
+                        Some(Pending::Write { xid, op, .. }) => {
+                            self.push_applied(xid, applied.zxid, applied.result)?;
+                            if op == OpCode::CloseSession {
+                                self.flush().await?;
+                                return Ok(());
+                            }
                         }
+                        Some(Pending::Sync { xid, path, .. }) => {
+                            let result = applied.result.map(|_| Response::Sync { path });
+                            self.push_applied(xid, applied.zxid, result)?;
+                        }
+                        _ => {}
                     }
                     self.run_ready_locals(&mut outbound)?;
                 },
@@ -303,7 +316,14 @@ impl Conn {
             self.run_ready_locals(outbound)?;
             return Ok(());
         }
-        if op.is_write() {
+        if let Request::Sync(sync) = request {
+            let rx = self.shared.sync_barrier();
+            self.queue.push_back(Pending::Sync {
+                xid: header.xid,
+                path: sync.path,
+                rx,
+            });
+        } else if op.is_write() {
             let rx = self.shared.propose_client_write(
                 self.session_id,
                 header.xid,
@@ -460,7 +480,7 @@ impl Conn {
 /// when the head is not a write (the select loop then waits on the other branches).
 async fn head_write(queue: &mut VecDeque<Pending>) -> Applied {
     match queue.front_mut() {
-        Some(Pending::Write { rx, .. }) => match rx.await {
+        Some(Pending::Write { rx, .. } | Pending::Sync { rx, .. }) => match rx.await {
             Ok(applied) => applied,
             // The waiter was dropped without an answer: the write's fate is unknown.
             Err(_) => Applied {

@@ -2,14 +2,14 @@
 //! listener and the leader's housekeeping; runs until shutdown.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::net::TcpListener;
 
-use crate::config::Config;
-use crate::consensus::{self, Consensus, ConsensusConfig};
+use crate::config::{Config, Ensemble};
+use crate::consensus::{self, Consensus, ConsensusConfig, PeerEvent, Proposer, Status, Transport};
 use crate::server::{now_millis, Settings, Shared};
 use crate::state_machine::StateMachine;
 use crate::txn::TxnKind;
@@ -50,24 +50,23 @@ impl Daemon {
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.client_addr))?;
         let local_addr = listener.local_addr()?;
         let (proposer, proposals) = consensus::channel();
-        let is_leader = Arc::new(AtomicBool::new(false));
-        let consensus_config = ConsensusConfig {
-            id: settings.server_id,
-            voters: vec![settings.server_id],
-            // Ten ticks to an election: a tenth of tickTime keeps failover within a
-            // couple of ZooKeeper ticks.
-            tick: settings.tick / 10,
+        let status = Arc::new(Status::default());
+        let consensus_config = consensus_config(config);
+        let shared = Arc::new(Shared::new(settings, proposer.clone(), status.clone()));
+        let transport = match &config.ensemble {
+            None => None,
+            Some(ensemble) => Some(start_transport(config, ensemble, &shared, proposer).await?),
         };
-        let shared = Arc::new(Shared::new(settings, proposer, is_leader.clone()));
         let consensus = Consensus::start(
             consensus_config,
             proposals,
-            is_leader,
+            status,
+            transport.clone(),
             StateMachine::new(shared.clone()),
         )?;
         let tasks = vec![
             tokio::spawn(crate::listener::run(listener, shared.clone())),
-            tokio::spawn(leader_duties(shared.clone())),
+            tokio::spawn(leader_duties(shared.clone(), transport)),
         ];
         tracing::info!(
             "paddock {} serving clients on {local_addr}",
@@ -93,11 +92,85 @@ impl Daemon {
     }
 }
 
+/// Raft timing from tickTime: a raft tick is a tenth of it, so an election timeout
+/// (10–20 raft ticks) is one to two tickTimes and heartbeats go every 0.3 tickTime.
+fn consensus_config(config: &Config) -> ConsensusConfig {
+    let (voters, learners) = match &config.ensemble {
+        None => (vec![config.server_id], Vec::new()),
+        Some(ensemble) => (
+            ensemble.participants().map(|s| s.id).collect(),
+            ensemble.observers().map(|s| s.id).collect(),
+        ),
+    };
+    ConsensusConfig {
+        id: config.server_id,
+        voters,
+        learners,
+        tick: config.tick_time / 10,
+    }
+}
+
+/// Connects this server to its peers (each `server.N`'s first port).
+async fn start_transport(
+    config: &Config,
+    ensemble: &Ensemble,
+    shared: &Arc<Shared>,
+    proposer: Proposer,
+) -> anyhow::Result<Transport> {
+    let mut peers = HashMap::new();
+    for server in ensemble.servers.values() {
+        let addr = resolve(&server.host, server.peer_port).await?;
+        peers.insert(server.id, addr);
+    }
+    let me = peers
+        .get(&config.server_id)
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("server.{} is missing", config.server_id))?;
+    let listen = if ensemble.quorum_listen_on_all_ips {
+        SocketAddr::new([0, 0, 0, 0].into(), me.port())
+    } else {
+        me
+    };
+    let receiver = shared.clone();
+    let transport = Transport::start(
+        config.server_id,
+        listen,
+        peers,
+        move |event| match event {
+            PeerEvent::Raft(message) => proposer.step(message),
+            PeerEvent::Touch(sessions) => {
+                let now = Instant::now();
+                let mut expiry = receiver.expiry.lock();
+                for session in sessions {
+                    expiry.touch(session, now);
+                }
+            }
+        },
+        shared.shutdown.clone(),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("cannot listen for peers on {listen}: {e}"))?;
+    tracing::info!(
+        "server {} replicating with peers from {listen}",
+        config.server_id
+    );
+    Ok(transport)
+}
+
+async fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot resolve {host}: {e}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{host} has no address"))
+}
+
 /// The leader's housekeeping, once a tick: expire silent sessions, remove empty
 /// containers and expired TTL nodes (ZooKeeper's ContainerManager checks once a minute
 /// by default; a check here is a scan of the containers index alone, so Paddock checks
-/// every tick). Every server runs this loop; only the leader acts.
-async fn leader_duties(shared: Arc<Shared>) {
+/// every tick). Every server runs this loop; only the leader acts — the others report
+/// which of their sessions were heard from, and fail writes that waited too long.
+async fn leader_duties(shared: Arc<Shared>, transport: Option<Transport>) {
     let mut ticker = tokio::time::interval(shared.settings.tick);
     let mut was_leader = false;
     // Reaps in flight, by when they were proposed: re-proposed only if still due ten
@@ -109,6 +182,9 @@ async fn leader_duties(shared: Arc<Shared>) {
             _ = ticker.tick() => {}
             _ = shared.shutdown.cancelled() => return,
         }
+        // A proposal lost to a leader change is never applied: its client gets a
+        // connection loss after three ticks rather than waiting for ever.
+        shared.waits.expire_older_than(shared.settings.tick * 3);
         let leader = shared.is_leader();
         if leader && !was_leader {
             // Nobody knows when clients were last heard from: a full timeout for all.
@@ -116,6 +192,12 @@ async fn leader_duties(shared: Arc<Shared>) {
         }
         was_leader = leader;
         if !leader {
+            let touched = shared.expiry.lock().take_touched();
+            let leader_id = shared.status.leader();
+            if let (Some(transport), false, true) = (&transport, touched.is_empty(), leader_id != 0)
+            {
+                transport.touch(leader_id, touched);
+            }
             continue;
         }
         let expired = shared.expiry.lock().take_expired(Instant::now());

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use crate::consensus::Role;
 use crate::server::Shared;
 
 /// The version clients see (kazoo and Curator parse the leading digits of `envi`'s
@@ -49,11 +50,14 @@ pub fn run(command: &str, shared: &Shared) -> String {
 
 fn mode(shared: &Shared) -> &'static str {
     if shared.settings.standalone {
-        "standalone"
-    } else if shared.is_leader() {
-        "leader"
-    } else {
-        "follower"
+        return "standalone";
+    }
+    match shared.status.role() {
+        Role::Leader => "leader",
+        Role::Observer => "observer",
+        // ZooKeeper has no word for a candidate; it is looking for a leader.
+        Role::Candidate => "looking",
+        Role::Follower => "follower",
     }
 }
 
@@ -83,17 +87,18 @@ fn srvr(shared: &Shared, with_clients: bool) -> String {
 
 fn mntr(shared: &Shared) -> String {
     let (min, avg, max) = shared.metrics.latency();
-    let (nodes, ephemerals, data_size, zxid) = {
+    let (nodes, ephemerals, data_size, zxid, digest) = {
         let db = shared.db.read();
         (
             db.tree.node_count(),
             db.tree.ephemeral_count(),
             db.tree.approximate_data_size(),
             db.last_zxid,
+            db.tree.digest(),
         )
     };
     let watches = shared.watches.lock().summary();
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("zk_version", VERSION.to_string()),
         ("zk_server_state", mode(shared).to_string()),
         ("zk_avg_latency", format!("{avg:.4}")),
@@ -108,11 +113,19 @@ fn mntr(shared: &Shared) -> String {
         ("zk_ephemerals_count", ephemerals.to_string()),
         ("zk_approximate_data_size", data_size.to_string()),
         ("zk_last_zxid", format!("{zxid:#x}")),
+        // The tree's digest at zk_last_zxid: equal on replicas at the same zxid.
+        ("zk_tree_digest", format!("{digest:016x}")),
+        ("zk_raft_term", shared.status.term().to_string()),
         (
             "zk_uptime",
             shared.started.elapsed().as_millis().to_string(),
         ),
     ];
+    if shared.status.is_leader() && !shared.settings.standalone {
+        let (followers, synced) = shared.status.followers();
+        rows.push(("zk_followers", followers.to_string()));
+        rows.push(("zk_synced_followers", synced.to_string()));
+    }
     rows.into_iter()
         .map(|(k, v)| format!("{k}\t{v}\n"))
         .collect()

@@ -127,11 +127,6 @@ impl Ctx<'_> {
                 tree.all_children_number(&r.path, caller)
                     .map(Response::AllChildrenNumber)
             }
-            Request::Sync(r) => {
-                // A single server is always caught up with itself; the ensemble makes
-                // this a ReadIndex barrier.
-                Ok(Response::Sync { path: r.path })
-            }
             Request::MultiRead(ops) => Ok(Response::Multi(
                 ops.into_iter().map(|op| self.read_op(op)).collect(),
             )),

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -13,7 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::consensus::Proposer;
+use crate::consensus::{Proposer, Status};
 use crate::metrics::Metrics;
 use crate::query;
 use crate::session::{passwd_matches, Caller, ExpiryTracker, SessionTable};
@@ -70,14 +70,15 @@ pub struct Shared {
     pub expiry: Mutex<ExpiryTracker>,
     pub metrics: Metrics,
     pub shutdown: CancellationToken,
-    pub is_leader: Arc<AtomicBool>,
+    /// The raft role and leader, kept current by the raft thread.
+    pub status: Arc<Status>,
     proposer: Proposer,
     next_session: AtomicI64,
     pub started: Instant,
 }
 
 impl Shared {
-    pub fn new(settings: Settings, proposer: Proposer, is_leader: Arc<AtomicBool>) -> Self {
+    pub fn new(settings: Settings, proposer: Proposer, status: Arc<Status>) -> Self {
         let server_id = settings.server_id;
         Shared {
             db: RwLock::new(Db {
@@ -91,7 +92,7 @@ impl Shared {
             expiry: Mutex::new(ExpiryTracker::default()),
             metrics: Metrics::default(),
             shutdown: CancellationToken::new(),
-            is_leader,
+            status,
             proposer,
             next_session: AtomicI64::new(first_session_id(server_id)),
             started: Instant::now(),
@@ -104,7 +105,11 @@ impl Shared {
     }
 
     pub fn is_leader(&self) -> bool {
-        self.is_leader.load(Ordering::Acquire)
+        self.status.is_leader()
+    }
+
+    pub fn proposer(&self) -> &Proposer {
+        &self.proposer
     }
 
     /// Clamps a requested session timeout into [min, max], as ZooKeeper does.
@@ -138,19 +143,49 @@ impl Shared {
         Ok((session_id, passwd))
     }
 
-    /// Checks a reattaching client's credentials; its negotiated timeout if they hold.
-    pub fn reattach_session(&self, session_id: i64, passwd: &[u8]) -> Option<i32> {
-        let db = self.db.read();
-        let session = db.sessions.get(session_id)?;
-        if !passwd_matches(&session.passwd, passwd) {
-            return None;
+    /// Checks a reattaching client's credentials and makes this server the session's
+    /// owner; its negotiated timeout if the credentials hold.
+    pub async fn reattach_session(&self, session_id: i64, passwd: &[u8]) -> Option<i32> {
+        let (timeout, owner) = {
+            let db = self.db.read();
+            let session = db.sessions.get(session_id)?;
+            if !passwd_matches(&session.passwd, passwd) {
+                return None;
+            }
+            (session.timeout, session.owner)
+        };
+        self.touch_session(session_id);
+        if owner != self.settings.server_id {
+            // The session moved here: once this applies, its old connection elsewhere
+            // is closed and its writes are refused with SessionMoved.
+            let caller = Caller::internal();
+            let applied = self
+                .propose(session_id, 0, &caller, TxnKind::MoveSession)
+                .await
+                .ok()?;
+            applied.result.ok()?;
         }
-        self.expiry.lock().touch(session_id, Instant::now());
-        Some(session.timeout)
+        Some(timeout)
     }
 
     pub fn touch_session(&self, session_id: i64) {
         self.expiry.lock().touch(session_id, Instant::now());
+    }
+
+    /// A `sync` barrier: resolves once this server has applied every write committed
+    /// before the call (a raft ReadIndex).
+    pub fn sync_barrier(&self) -> oneshot::Receiver<Applied> {
+        let (origin, rx) = self.waits.register();
+        if self.proposer.read_index(origin.request).is_err() {
+            self.waits.complete(
+                origin,
+                Applied {
+                    zxid: 0,
+                    result: Err(ErrorCode::ConnectionLoss),
+                },
+            );
+        }
+        rx
     }
 
     /// Proposes a client's write; its result arrives on the receiver once applied.

@@ -57,6 +57,22 @@ impl Applier for StateMachine {
             shared.waits.complete(txn.origin, Applied { zxid, result });
         }
     }
+
+    fn read_ready(&mut self, request: u64) {
+        let shared = &*self.shared;
+        let zxid = shared.last_zxid();
+        let origin = crate::txn::Origin {
+            server: shared.settings.server_id,
+            request,
+        };
+        shared.waits.complete(
+            origin,
+            Applied {
+                zxid,
+                result: Ok(Response::Empty),
+            },
+        );
+    }
 }
 
 type TxnOutcome = (Result<Response, ErrorCode>, Vec<WatchTrigger>);
@@ -70,16 +86,33 @@ fn apply_txn(shared: &Shared, db: &mut Db, txn: &Txn, zxid: i64) -> TxnOutcome {
     };
     match &txn.kind {
         TxnKind::Client(request) => {
-            if !db.sessions.contains(txn.session_id) {
-                return (Err(ErrorCode::SessionExpired), Vec::new());
+            match db.sessions.get(txn.session_id) {
+                None => return (Err(ErrorCode::SessionExpired), Vec::new()),
+                // Proposed for a connection the session has since left.
+                Some(session) if session.owner != txn.origin.server => {
+                    return (Err(ErrorCode::SessionMoved), Vec::new())
+                }
+                Some(_) => {}
             }
             apply_request(shared, db, request, &ctx)
+        }
+        TxnKind::MoveSession => {
+            let Some(session) = db.sessions.get_mut(txn.session_id) else {
+                return (Err(ErrorCode::SessionExpired), Vec::new());
+            };
+            session.owner = txn.origin.server;
+            if txn.origin.server != shared.settings.server_id {
+                // The client is on another server now: its old connection here goes.
+                shared.conns.close_session(txn.session_id);
+            }
+            (Ok(Response::Empty), Vec::new())
         }
         TxnKind::CreateSession { timeout, passwd } => {
             db.sessions.insert(Session {
                 id: txn.session_id,
                 timeout: *timeout,
                 passwd: passwd.clone(),
+                owner: txn.origin.server,
             });
             let timeout = Duration::from_millis(u64::try_from(*timeout).unwrap_or(0));
             shared

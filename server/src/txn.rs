@@ -8,7 +8,8 @@
 //!  caller vector<Id> | kind i32 | body`, where the body of kind
 //! 0 (client request) is `op i32` + the request record as the client sent it,
 //! 1 (create session) is `timeout i32 | passwd buffer`, 2 (close session) is empty,
-//! 3 (expire session) is empty, and 4 (delete container) is `path ustring`.
+//! 3 (expire session) is empty, 4 (delete container) is `path ustring`, and 5 (move
+//! session) is empty.
 
 use bytes::{Bytes, BytesMut};
 use paddock_wire::jute::{write_i32, write_i64, Reader, Record};
@@ -52,6 +53,8 @@ pub enum TxnKind {
     /// The leader's cleanup of an empty container or an expired TTL node; re-checked
     /// when applied, since a child may have been added meanwhile.
     DeleteContainer { path: String },
+    /// The session's client reattached to the proposing server, which now owns it.
+    MoveSession,
 }
 
 impl Txn {
@@ -80,6 +83,7 @@ impl Txn {
                 write_i32(&mut buf, 4);
                 path.encode(&mut buf);
             }
+            TxnKind::MoveSession => write_i32(&mut buf, 5),
         }
         buf.to_vec()
     }
@@ -108,6 +112,7 @@ impl Txn {
             4 => TxnKind::DeleteContainer {
                 path: r.read_ustring()?,
             },
+            5 => TxnKind::MoveSession,
             other => {
                 return Err(DecodeError::InvalidValue {
                     field: "txn kind",
@@ -165,6 +170,7 @@ mod tests {
             TxnKind::CloseSession,
             TxnKind::ExpireSession,
             TxnKind::DeleteContainer { path: "/c".into() },
+            TxnKind::MoveSession,
         ];
         for kind in kinds {
             let txn = Txn {

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use paddock_wire::{ErrorCode, Response};
 use parking_lot::Mutex;
@@ -20,7 +21,7 @@ pub struct Applied {
 pub struct WaitRegistry {
     server: u64,
     next: AtomicU64,
-    waiting: Mutex<HashMap<u64, oneshot::Sender<Applied>>>,
+    waiting: Mutex<HashMap<u64, (Instant, oneshot::Sender<Applied>)>>,
 }
 
 impl WaitRegistry {
@@ -36,7 +37,7 @@ impl WaitRegistry {
     pub fn register(&self) -> (Origin, oneshot::Receiver<Applied>) {
         let request = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.waiting.lock().insert(request, tx);
+        self.waiting.lock().insert(request, (Instant::now(), tx));
         (
             Origin {
                 server: self.server,
@@ -52,26 +53,32 @@ impl WaitRegistry {
         if origin.server != self.server {
             return;
         }
-        if let Some(tx) = self.waiting.lock().remove(&origin.request) {
+        if let Some((_, tx)) = self.waiting.lock().remove(&origin.request) {
             // The receiver is gone when the client disconnected: nothing to tell.
             let _ = tx.send(applied);
         }
     }
 
-    /// Fails every waiter, e.g. when a proposal was dropped by a leader change.
-    pub fn fail_all(&self, code: ErrorCode) {
-        for (_, tx) in self.waiting.lock().drain() {
-            let _ = tx.send(Applied {
-                zxid: 0,
-                result: Err(code),
-            });
+    /// Fails the waiters registered more than `limit` ago with ConnectionLoss: their
+    /// proposal was lost (no leader, or a leader change dropped it). As with a
+    /// ZooKeeper connection loss, the write's outcome is then unknown to the client.
+    pub fn expire_older_than(&self, limit: Duration) -> usize {
+        let now = Instant::now();
+        let mut waiting = self.waiting.lock();
+        let stale: Vec<u64> = waiting
+            .iter()
+            .filter(|(_, (since, _))| now.duration_since(*since) > limit)
+            .map(|(request, _)| *request)
+            .collect();
+        for request in &stale {
+            if let Some((_, tx)) = waiting.remove(request) {
+                let _ = tx.send(Applied {
+                    zxid: 0,
+                    result: Err(ErrorCode::ConnectionLoss),
+                });
+            }
         }
-    }
-
-    pub fn forget(&self, origin: Origin) {
-        if origin.server == self.server {
-            self.waiting.lock().remove(&origin.request);
-        }
+        stale.len()
     }
 
     pub fn len(&self) -> usize {

@@ -1,8 +1,11 @@
-//! Consensus: the raft loop that orders every write, on its own thread.
+//! Consensus: the raft loop that orders every write, on its own thread, and the
+//! transport that carries its messages between servers.
 //!
 //! Named `consensus`, not `raft`, so it does not shadow the `raft` crate.
 
 mod logger;
 mod node;
+pub mod transport;
 
-pub use node::{channel, Applier, Consensus, ConsensusConfig, Proposals, Proposer};
+pub use node::{channel, Applier, Consensus, ConsensusConfig, Proposals, Proposer, Role, Status};
+pub use transport::{PeerEvent, Transport};

@@ -1,8 +1,8 @@
-//! The raft loop: one thread owns the `RawNode`, takes proposals from a channel, ticks,
-//! and handles each `Ready` in the order raft-rs documents. Committed entries go to the
-//! [`Applier`] in log order.
+//! The raft loop: one thread owns the `RawNode`, takes proposals, peer messages and
+//! read-index requests from a channel, ticks, and handles each `Ready` in the order
+//! raft-rs documents. Committed entries go to the [`Applier`] in log order.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,25 +12,39 @@ use raft::storage::MemStorage;
 use raft::{RawNode, StateRole};
 
 use super::logger::raft_logger;
+use super::transport::Transport;
 
-/// What the loop hands committed entries to: the state machine.
+/// What the loop hands committed entries and confirmed reads to: the state machine.
 pub trait Applier: Send + 'static {
-    /// Applies committed entries in order. `index` of each entry is its zxid.
+    /// Applies committed entries in order. The `index` of each entry is its zxid.
     fn apply(&mut self, entries: &[Entry]);
+    /// A read-index request is confirmed and everything up to its index is applied:
+    /// a read now sees every write committed before it was asked for.
+    fn read_ready(&mut self, request: u64);
 }
 
 #[derive(Debug, Clone)]
 pub struct ConsensusConfig {
     pub id: u64,
     pub voters: Vec<u64>,
-    /// One raft tick. Elections take 10 ticks, heartbeats 3.
+    /// Observers: raft learners, which replicate and serve but do not vote.
+    pub learners: Vec<u64>,
+    /// One raft tick. Elections take 10 to 20 ticks, heartbeats go every 3.
     pub tick: Duration,
 }
 
-/// The cheap handle that submits proposals to the raft thread.
+/// What other threads ask of the raft loop.
+enum Input {
+    Propose(Vec<u8>),
+    Peer(Message),
+    /// A ReadIndex barrier for `sync`, identified by a request number.
+    ReadIndex(u64),
+}
+
+/// The cheap handle other threads use to reach the raft thread.
 #[derive(Clone)]
 pub struct Proposer {
-    tx: Sender<Vec<u8>>,
+    tx: Sender<Input>,
 }
 
 /// The channel between proposers and the raft thread, made before either exists.
@@ -41,13 +55,28 @@ pub fn channel() -> (Proposer, Proposals) {
 
 /// The raft thread's end of [`channel`].
 pub struct Proposals {
-    rx: Receiver<Vec<u8>>,
+    rx: Receiver<Input>,
 }
 
 impl Proposer {
-    /// Queues `data` to be proposed. Fails only when the raft thread has stopped.
+    /// Queues `data` to be proposed (a follower's raft forwards it to the leader).
     pub fn propose(&self, data: Vec<u8>) -> Result<(), ConsensusStopped> {
-        self.tx.send(data).map_err(|_| ConsensusStopped)
+        self.tx
+            .send(Input::Propose(data))
+            .map_err(|_| ConsensusStopped)
+    }
+
+    /// Hands a message from a peer to raft.
+    pub fn step(&self, message: Message) {
+        let _ = self.tx.send(Input::Peer(message));
+    }
+
+    /// Asks for a ReadIndex barrier; `Applier::read_ready(request)` follows once it
+    /// holds, or never if leadership is lost meanwhile (callers time out).
+    pub fn read_index(&self, request: u64) -> Result<(), ConsensusStopped> {
+        self.tx
+            .send(Input::ReadIndex(request))
+            .map_err(|_| ConsensusStopped)
     }
 }
 
@@ -55,19 +84,71 @@ impl Proposer {
 #[error("the consensus thread has stopped")]
 pub struct ConsensusStopped;
 
-/// The running raft loop, observable from other threads.
+/// The raft role, as `srvr` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Follower,
+    Candidate,
+    Leader,
+    Observer,
+}
+
+/// What the raft loop publishes for the rest of the server.
+#[derive(Debug, Default)]
+pub struct Status {
+    role: AtomicU8,
+    leader: AtomicU64,
+    term: AtomicU64,
+    /// On the leader: voters and learners other than itself, and how many of them have
+    /// every entry the leader has.
+    followers: AtomicU64,
+    synced_followers: AtomicU64,
+}
+
+impl Status {
+    pub fn role(&self) -> Role {
+        match self.role.load(Ordering::Acquire) {
+            2 => Role::Leader,
+            1 => Role::Candidate,
+            3 => Role::Observer,
+            _ => Role::Follower,
+        }
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.role() == Role::Leader
+    }
+
+    /// The current leader's id, 0 if none is known.
+    pub fn leader(&self) -> u64 {
+        self.leader.load(Ordering::Acquire)
+    }
+
+    pub fn term(&self) -> u64 {
+        self.term.load(Ordering::Acquire)
+    }
+
+    pub fn followers(&self) -> (u64, u64) {
+        (
+            self.followers.load(Ordering::Acquire),
+            self.synced_followers.load(Ordering::Acquire),
+        )
+    }
+}
+
+/// The running raft thread.
 pub struct Consensus {
-    commit_index: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Consensus {
-    /// Starts the raft thread. `is_leader` is kept current for the rest of the server.
+    /// Starts the raft thread; it keeps `status` current for the rest of the server.
     pub fn start(
         config: ConsensusConfig,
         proposals: Proposals,
-        is_leader: Arc<AtomicBool>,
+        status: Arc<Status>,
+        transport: Option<Transport>,
         applier: impl Applier,
     ) -> Result<Consensus, raft::Error> {
         let raft_config = raft::Config {
@@ -81,41 +162,37 @@ impl Consensus {
             ..Default::default()
         };
         raft_config.validate()?;
-        let storage =
-            MemStorage::new_with_conf_state(ConfState::from((config.voters.clone(), vec![])));
+        let conf = ConfState::from((config.voters.clone(), config.learners.clone()));
+        let storage = MemStorage::new_with_conf_state(conf);
         let mut node = RawNode::new(&raft_config, storage, &raft_logger())?;
         if config.voters == [config.id] {
             // A group of one needs no election timeout to pass before serving.
             node.campaign()?;
         }
-        let commit_index = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
+        let observer = config.learners.contains(&config.id);
         let mut raft_loop = RaftLoop {
             stop: stop.clone(),
             node,
-            proposals: proposals.rx,
+            inputs: proposals.rx,
             applier,
             tick: config.tick,
-            is_leader: is_leader.clone(),
-            commit_index: commit_index.clone(),
+            status,
+            transport,
+            observer,
+            applied: 0,
+            pending_reads: Vec::new(),
         };
         let thread = std::thread::Builder::new()
             .name("raft".into())
             .spawn(move || raft_loop.run())
             .map_err(raft::Error::Io)?;
         Ok(Consensus {
-            commit_index,
             stop,
             thread: Some(thread),
         })
     }
 
-    pub fn commit_index(&self) -> u64 {
-        self.commit_index.load(Ordering::Acquire)
-    }
-}
-
-impl Consensus {
     /// Stops the raft thread (within a tick) and waits for it.
     pub fn join(mut self) {
         self.stop.store(true, Ordering::Release);
@@ -127,34 +204,36 @@ impl Consensus {
 
 struct RaftLoop<A: Applier> {
     /// Set at shutdown. The applier holds the server state, which holds a Proposer, so
-    /// the proposal channel alone never disconnects.
+    /// the input channel alone never disconnects.
     stop: Arc<AtomicBool>,
     node: RawNode<MemStorage>,
-    proposals: Receiver<Vec<u8>>,
+    inputs: Receiver<Input>,
     applier: A,
     tick: Duration,
-    is_leader: Arc<AtomicBool>,
-    commit_index: Arc<AtomicU64>,
+    status: Arc<Status>,
+    transport: Option<Transport>,
+    observer: bool,
+    /// The index of the last entry handed to the applier.
+    applied: u64,
+    /// Confirmed read-index requests waiting for `applied` to reach their index.
+    pending_reads: Vec<(u64, u64)>,
 }
 
-/// Proposals taken per turn of the loop, so a flood of writes can't starve ticks.
-const MAX_PROPOSALS_PER_TURN: usize = 4096;
+/// Inputs taken per turn of the loop, so a flood of writes can't starve ticks.
+const MAX_INPUTS_PER_TURN: usize = 4096;
 
 impl<A: Applier> RaftLoop<A> {
     fn run(&mut self) {
         let mut next_tick = Instant::now() + self.tick;
         while !self.stop.load(Ordering::Acquire) {
             let wait = next_tick.saturating_duration_since(Instant::now());
-            match self.proposals.recv_timeout(wait) {
-                Ok(data) => {
-                    self.propose(data);
-                    let more: Vec<Vec<u8>> = self
-                        .proposals
-                        .try_iter()
-                        .take(MAX_PROPOSALS_PER_TURN)
-                        .collect();
-                    for data in more {
-                        self.propose(data);
+            match self.inputs.recv_timeout(wait) {
+                Ok(input) => {
+                    self.handle(input);
+                    let more: Vec<Input> =
+                        self.inputs.try_iter().take(MAX_INPUTS_PER_TURN).collect();
+                    for input in more {
+                        self.handle(input);
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -163,16 +242,25 @@ impl<A: Applier> RaftLoop<A> {
             if Instant::now() >= next_tick {
                 self.node.tick();
                 next_tick += self.tick;
+                self.publish_progress();
             }
             self.on_ready();
         }
     }
 
-    fn propose(&mut self, data: Vec<u8>) {
-        if let Err(e) = self.node.propose(vec![], data) {
-            // Not leader (or a leader transfer in progress): the proposer's waiter is
-            // failed by the state machine when it sees the leader change.
-            tracing::debug!("proposal dropped: {e}");
+    fn handle(&mut self, input: Input) {
+        let result = match input {
+            Input::Propose(data) => self.node.propose(vec![], data),
+            Input::Peer(message) => self.node.step(message),
+            Input::ReadIndex(request) => {
+                self.node.read_index(request.to_be_bytes().to_vec());
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            // A proposal with no leader to take it, or a stale message: the waiter
+            // times out and the client retries.
+            tracing::debug!("raft input dropped: {e}");
         }
     }
 
@@ -183,18 +271,30 @@ impl<A: Applier> RaftLoop<A> {
         }
         let mut ready = self.node.ready();
         if let Some(ss) = ready.ss() {
-            self.is_leader
-                .store(ss.raft_state == StateRole::Leader, Ordering::Release);
+            let role = match ss.raft_state {
+                StateRole::Leader => 2,
+                StateRole::Candidate | StateRole::PreCandidate => 1,
+                StateRole::Follower if self.observer => 3,
+                StateRole::Follower => 0,
+            };
+            self.status.role.store(role, Ordering::Release);
+            self.status.leader.store(ss.leader_id, Ordering::Release);
+            self.status
+                .term
+                .store(self.node.raft.term, Ordering::Release);
         }
-        // Must send messages before persisting only when they are not votes/appends
-        // responses; raft-rs puts those in `persisted_messages`.
+        // A leader's messages may go out before its own entries are persisted.
         self.send(ready.take_messages());
         if !ready.snapshot().is_empty() {
-            // Snapshots arrive with the storage and ensemble work; a one-voter group
-            // never receives one.
-            tracing::warn!("ignoring a raft snapshot: not supported by in-memory storage");
+            let snapshot = ready.snapshot().clone();
+            if let Err(e) = self.node.store().wl().apply_snapshot(snapshot) {
+                fatal(&format!("applying a raft snapshot failed: {e}"));
+            }
         }
         self.apply(ready.take_committed_entries());
+        for state in ready.take_read_states() {
+            self.confirm_read(state.index, &state.request_ctx);
+        }
         // Must persist entries and hard state before sending persisted messages.
         let store = self.node.store().clone();
         if !ready.entries().is_empty() {
@@ -219,7 +319,7 @@ impl<A: Applier> RaftLoop<A> {
         let Some(last) = entries.last() else {
             return;
         };
-        self.commit_index.store(last.index, Ordering::Release);
+        let last_index = last.index;
         let normal: Vec<Entry> = entries
             .into_iter()
             .filter(|e| e.get_entry_type() == EntryType::EntryNormal && !e.data.is_empty())
@@ -227,11 +327,62 @@ impl<A: Applier> RaftLoop<A> {
         if !normal.is_empty() {
             self.applier.apply(&normal);
         }
+        self.applied = last_index;
+        let applied = self.applied;
+        let (ready, waiting): (Vec<_>, Vec<_>) = self
+            .pending_reads
+            .drain(..)
+            .partition(|(index, _)| *index <= applied);
+        self.pending_reads = waiting;
+        for (_, request) in ready {
+            self.applier.read_ready(request);
+        }
+    }
+
+    fn confirm_read(&mut self, index: u64, ctx: &[u8]) {
+        let Ok(bytes) = <[u8; 8]>::try_from(ctx) else {
+            return;
+        };
+        let request = u64::from_be_bytes(bytes);
+        if index <= self.applied {
+            self.applier.read_ready(request);
+        } else {
+            self.pending_reads.push((index, request));
+        }
+    }
+
+    /// On the leader, how many peers follow and how many have caught up.
+    fn publish_progress(&mut self) {
+        if self.node.raft.state != StateRole::Leader {
+            self.status.followers.store(0, Ordering::Release);
+            self.status.synced_followers.store(0, Ordering::Release);
+            return;
+        }
+        let me = self.node.raft.id;
+        let last = self.node.raft.raft_log.last_index();
+        let (mut followers, mut synced) = (0, 0);
+        for (id, progress) in self.node.raft.prs().iter() {
+            if *id == me {
+                continue;
+            }
+            followers += 1;
+            if progress.matched == last {
+                synced += 1;
+            }
+        }
+        self.status.followers.store(followers, Ordering::Release);
+        self.status
+            .synced_followers
+            .store(synced, Ordering::Release);
     }
 
     fn send(&mut self, messages: Vec<Message>) {
-        if !messages.is_empty() {
-            tracing::trace!("{} raft messages with no transport", messages.len());
+        if messages.is_empty() {
+            return;
+        }
+        match &self.transport {
+            Some(transport) => transport.send(messages),
+            None => tracing::trace!("{} raft messages with no peers", messages.len()),
         }
     }
 }

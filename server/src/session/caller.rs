@@ -20,6 +20,11 @@ impl Caller {
         }
     }
 
+    /// The server acting for itself (session moves, housekeeping).
+    pub fn internal() -> Self {
+        Caller { ids: Vec::new() }
+    }
+
     pub fn ids(&self) -> &[Id] {
         &self.ids
     }

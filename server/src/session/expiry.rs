@@ -10,6 +10,8 @@ pub struct ExpiryTracker {
     deadlines: HashMap<i64, (Instant, Duration)>,
     /// Sessions whose expiry has been proposed but not yet applied.
     expiring: HashSet<i64>,
+    /// Sessions heard from since the last report to the leader.
+    touched: HashSet<i64>,
 }
 
 impl ExpiryTracker {
@@ -23,12 +25,20 @@ impl ExpiryTracker {
     pub fn touch(&mut self, session: i64, now: Instant) {
         if let Some((deadline, timeout)) = self.deadlines.get_mut(&session) {
             *deadline = now + *timeout;
+            self.touched.insert(session);
         }
+    }
+
+    /// The sessions heard from since the last call: a follower reports them to the
+    /// leader, whose clock is the one that counts.
+    pub fn take_touched(&mut self) -> Vec<i64> {
+        self.touched.drain().collect()
     }
 
     pub fn remove(&mut self, session: i64) {
         self.deadlines.remove(&session);
         self.expiring.remove(&session);
+        self.touched.remove(&session);
     }
 
     /// Sessions past their deadline that have not been reported yet; each is reported

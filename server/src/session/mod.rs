@@ -20,6 +20,9 @@ pub struct Session {
     /// What a client must present to reattach; random, made when the session was
     /// proposed, so only the service can know it.
     pub passwd: Bytes,
+    /// The server holding the session's connection: writes proposed by any other
+    /// server for it are refused with SessionMoved.
+    pub owner: u64,
 }
 
 /// The replicated session table.
@@ -31,6 +34,10 @@ pub struct SessionTable {
 impl SessionTable {
     pub fn insert(&mut self, session: Session) {
         self.sessions.insert(session.id, session);
+    }
+
+    pub fn get_mut(&mut self, id: i64) -> Option<&mut Session> {
+        self.sessions.get_mut(&id)
     }
 
     pub fn remove(&mut self, id: i64) -> Option<Session> {
