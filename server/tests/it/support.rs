@@ -55,6 +55,16 @@ impl Server {
             .unwrap_or(0)
     }
 
+    /// Sends a signal by name (`STOP`, `CONT`, `KILL`, `TERM`).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
@@ -62,6 +72,11 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // A stopped process must be continued to die of SIGKILL promptly.
+        let _ = Command::new("kill")
+            .arg("-CONT")
+            .arg(self.child.id().to_string())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -93,6 +108,88 @@ pub fn paddock(extra: &str) -> Server {
         .spawn()
         .expect("start paddock");
     wait_until_serving(child, dir, port, log)
+}
+
+/// A Paddock ensemble on 127.0.0.1: `participants` voters and `observers` learners.
+pub struct Ensemble {
+    pub servers: Vec<Server>,
+}
+
+impl Ensemble {
+    pub fn start(participants: usize, observers: usize) -> Ensemble {
+        let count = participants + observers;
+        let peer_ports: Vec<(u16, u16)> = (0..count).map(|_| (free_port(), free_port())).collect();
+        let server_lines: String = peer_ports
+            .iter()
+            .enumerate()
+            .map(|(i, (peer, election))| {
+                let role = if i < participants { "" } else { ":observer" };
+                format!("server.{}=127.0.0.1:{peer}:{election}{role}\n", i + 1)
+            })
+            .collect();
+        let children: Vec<_> = (0..count)
+            .map(|i| {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let port = free_port();
+                let data = dir.path().join("data");
+                std::fs::create_dir_all(&data).expect("data dir");
+                std::fs::write(data.join("myid"), format!("{}\n", i + 1)).expect("myid");
+                let role = if i < participants {
+                    ""
+                } else {
+                    "peerType=observer\n"
+                };
+                let extra = format!("initLimit=10\nsyncLimit=5\n{role}{server_lines}");
+                let config = dir.path().join("zoo.cfg");
+                std::fs::write(&config, common_config(dir.path(), port, &extra)).expect("config");
+                let log = dir.path().join("paddock.log");
+                let child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+                    .arg("--config")
+                    .arg(&config)
+                    .env("RUST_LOG", "info")
+                    .stdout(Stdio::null())
+                    .stderr(std::fs::File::create(&log).expect("log file"))
+                    .spawn()
+                    .expect("start paddock");
+                (child, dir, port, log)
+            })
+            .collect();
+        let servers = children
+            .into_iter()
+            .map(|(child, dir, port, log)| wait_until_serving(child, dir, port, log))
+            .collect();
+        let ensemble = Ensemble { servers };
+        ensemble.wait_for_leader(Duration::from_secs(30));
+        ensemble
+    }
+
+    pub fn mntr(&self, i: usize) -> std::collections::HashMap<String, String> {
+        mntr(&self.servers[i])
+    }
+
+    /// The index of the server that reports itself leader, waiting up to `limit`.
+    pub fn wait_for_leader(&self, limit: Duration) -> usize {
+        let deadline = Instant::now() + limit;
+        loop {
+            for (i, server) in self.servers.iter().enumerate() {
+                if mntr(server).get("zk_server_state").map(String::as_str) == Some("leader") {
+                    return i;
+                }
+            }
+            assert!(Instant::now() < deadline, "no leader within {limit:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// `mntr` as a map (empty if the server does not answer).
+pub fn mntr(server: &Server) -> std::collections::HashMap<String, String> {
+    four_letter(server.addr, "mntr")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
 }
 
 /// Whether Debian's ZooKeeper is installed (CI installs it in `.ci/run`).
@@ -160,12 +257,15 @@ pub fn four_letter(addr: SocketAddr, command: &str) -> Option<String> {
 
 /// Runs a kazoo scenario (tests/kazoo/scenarios.py) and returns its transcript.
 pub fn kazoo(server: &Server, scenario: &str) -> Vec<String> {
+    kazoo_hosts(&server.hosts(), scenario)
+}
+
+/// [`kazoo`] with an explicit hosts argument (`;` separates the servers of scenarios
+/// that put clients on different servers).
+pub fn kazoo_hosts(hosts: &str, scenario: &str) -> Vec<String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/scenarios.py");
     let output = run_bounded(
-        Command::new("python3")
-            .arg(script)
-            .arg(server.hosts())
-            .arg(scenario),
+        Command::new("python3").arg(script).arg(hosts).arg(scenario),
         Duration::from_secs(120),
     );
     assert!(

@@ -18,7 +18,10 @@ from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType
 from kazoo.security import make_digest_acl, OPEN_ACL_UNSAFE
 
-HOSTS = sys.argv[1]
+# Scenarios with clients on several servers get them separated by ";"; the rest
+# connect to all of them.
+SERVERS = sys.argv[1].split(";")
+HOSTS = ",".join(SERVERS)
 ROOT = "/scenario"
 OUT = []
 
@@ -272,6 +275,44 @@ def scenario_lock(zk):
     other.stop = lambda: None
     say("a-acquires-after-expiry", try_lock(lock_a, 20))
     lock_a.release()
+
+
+def scenario_cross_server(zk):
+    """Clients pinned to different servers of an ensemble."""
+    one, two, three = (
+        KazooClient(hosts=h, timeout=10.0, connection_retry=None, command_retry=None) for h in SERVERS[:3]
+    )
+    for c in (one, two, three):
+        c.start(timeout=15)
+    fired = {}
+    done = threading.Event()
+
+    def remember(tag):
+        def fn(event):
+            fired[tag] = f"{event.type} {event.path}"
+            if len(fired) == 2:
+                done.set()
+        return fn
+
+    one.create("/cross", b"")
+    two.sync("/cross")
+    two.get_children("/cross", watch=remember("child-watch-on-2"))
+    one.create("/cross/a", b"1")
+    three.sync("/cross/a")
+    three.get("/cross/a", watch=remember("data-watch-on-3"))
+    one.set("/cross/a", b"2")
+    done.wait(10)
+    for tag in sorted(fired):
+        say(tag, fired[tag])
+    three.sync("/cross/a")
+    say("read-on-3-after-sync", three.get("/cross/a")[0])
+    one.create("/cross/e", b"", ephemeral=True)
+    two.sync("/cross/e")
+    say("ephemeral-seen-on-2", two.exists("/cross/e") is not None)
+    one.delete("/cross", recursive=True)
+    for c in (one, two, three):
+        c.stop()
+        c.close()
 
 
 SCENARIOS = {

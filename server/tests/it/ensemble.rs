@@ -1,0 +1,261 @@
+//! Three real server processes replicating with raft on 127.0.0.1 (and an observer).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use paddock_wire::{
+    Acl, ConnectRequest, CreateMode, CreateRequest, ErrorCode, EventType, Reader, Record,
+    ReplyHeader, Request, WatchedPathRequest, WatcherEvent,
+};
+
+use crate::support::{kazoo_hosts, mntr, read_frame, Ensemble, RawClient, Server};
+
+fn create(client: &mut RawClient, xid: i32, path: &str, mode: CreateMode) -> ErrorCode {
+    client
+        .call(
+            xid,
+            &Request::Create(CreateRequest {
+                path: path.into(),
+                data: Bytes::from_static(b"v"),
+                acl: Acl::open_unsafe(),
+                flags: mode.flags(),
+            }),
+        )
+        .0
+        .err
+}
+
+fn exists(client: &mut RawClient, xid: i32, path: &str) -> bool {
+    let request = Request::Exists(WatchedPathRequest {
+        path: path.into(),
+        watch: false,
+    });
+    client.call(xid, &request).0.err == ErrorCode::Ok
+}
+
+fn sync(client: &mut RawClient, xid: i32) -> ErrorCode {
+    let request = Request::Sync(paddock_wire::PathRequest { path: "/".into() });
+    client.call(xid, &request).0.err
+}
+
+/// Waits until every running server reports the same last zxid and tree digest.
+fn assert_converges(servers: &[&Server]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let views: Vec<(String, String)> = servers
+            .iter()
+            .map(|s| {
+                let m = mntr(s);
+                (
+                    m.get("zk_last_zxid").cloned().unwrap_or_default(),
+                    m.get("zk_tree_digest").cloned().unwrap_or_default(),
+                )
+            })
+            .collect();
+        if views.windows(2).all(|w| w[0] == w[1]) && !views[0].1.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "replicas differ: {views:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn clients_on_different_servers_see_each_others_writes_and_watches() {
+    let ensemble = Ensemble::start(3, 0);
+    let transcript = kazoo_hosts(
+        &format!(
+            "{};{};{}",
+            ensemble.servers[0].hosts(),
+            ensemble.servers[1].hosts(),
+            ensemble.servers[2].hosts()
+        ),
+        "cross_server",
+    );
+    for line in [
+        "child-watch-on-2 CHILD /cross",
+        "data-watch-on-3 CHANGED /cross/a",
+        "read-on-3-after-sync b'2'",
+        "ephemeral-seen-on-2 True",
+    ] {
+        assert!(
+            transcript.iter().any(|l| l == line),
+            "missing {line:?}: {transcript:?}"
+        );
+    }
+    let all: Vec<&Server> = ensemble.servers.iter().collect();
+    assert_converges(&all);
+}
+
+#[test]
+fn a_watch_set_on_a_follower_fires_for_a_write_through_another() {
+    let ensemble = Ensemble::start(3, 0);
+    let mut watcher = RawClient::connect(ensemble.servers[1].addr);
+    let mut writer = RawClient::connect(ensemble.servers[2].addr);
+    let (header, _) = watcher.call(
+        1,
+        &Request::Exists(WatchedPathRequest {
+            path: "/w".into(),
+            watch: true,
+        }),
+    );
+    assert_eq!(header.err, ErrorCode::NoNode);
+    assert_eq!(
+        create(&mut writer, 1, "/w", CreateMode::Persistent),
+        ErrorCode::Ok
+    );
+    let frame = read_frame(&mut watcher.stream).expect("notification");
+    let mut r = Reader::new(frame);
+    let header = ReplyHeader::decode(&mut r).expect("header");
+    assert_eq!(header.xid, -1);
+    assert!(header.zxid > 0, "the notification carries the txn's zxid");
+    let event = WatcherEvent::decode(&mut r).expect("event");
+    assert_eq!(event.event_type, EventType::NodeCreated);
+    assert_eq!(event.path, "/w");
+}
+
+#[test]
+fn ephemerals_go_after_the_session_timeout_and_not_before() {
+    let ensemble = Ensemble::start(3, 0);
+    let follower = (ensemble.wait_for_leader(Duration::from_secs(10)) + 1) % 3;
+    let (mut doomed, response) = RawClient::handshake(
+        ensemble.servers[follower].addr,
+        &ConnectRequest {
+            timeout: 3000,
+            ..RawClient::new_session()
+        },
+    )
+    .expect("handshake");
+    assert_eq!(response.timeout, 3000);
+    assert_eq!(
+        create(&mut doomed, 1, "/eph", CreateMode::Ephemeral),
+        ErrorCode::Ok
+    );
+    // The client dies without closing its session.
+    drop(doomed);
+    let died = Instant::now();
+    let mut observer = RawClient::connect(ensemble.servers[(follower + 1) % 3].addr);
+    let mut xid = 0;
+    loop {
+        xid += 1;
+        let present = exists(&mut observer, xid, "/eph");
+        let elapsed = died.elapsed();
+        if !present {
+            assert!(
+                elapsed >= Duration::from_millis(2500),
+                "ephemeral removed after {elapsed:?}, before the 3 s timeout"
+            );
+            break;
+        }
+        assert!(
+            elapsed < Duration::from_secs(10),
+            "ephemeral still there after {elapsed:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_minority_acknowledges_no_write_and_the_majority_recovers() {
+    let ensemble = Ensemble::start(3, 0);
+    let mut client = RawClient::connect(ensemble.servers[0].addr);
+    assert_eq!(
+        create(&mut client, 1, "/before", CreateMode::Persistent),
+        ErrorCode::Ok
+    );
+    ensemble.servers[1].signal("STOP");
+    ensemble.servers[2].signal("STOP");
+    // Server 0 alone can't commit: the write fails (after the proposal's timeout)
+    // instead of being acknowledged.
+    let during = create(&mut client, 2, "/during", CreateMode::Persistent);
+    assert_ne!(during, ErrorCode::Ok, "a minority acknowledged a write");
+    ensemble.servers[1].signal("CONT");
+    ensemble.servers[2].signal("CONT");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut xid = 10;
+    loop {
+        xid += 1;
+        match create(&mut client, xid, "/after", CreateMode::Persistent) {
+            ErrorCode::Ok => break,
+            code => assert!(Instant::now() < deadline, "no recovery: {code:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(exists(&mut client, 100, "/before"));
+    let all: Vec<&Server> = ensemble.servers.iter().collect();
+    assert_converges(&all);
+}
+
+#[test]
+fn killing_the_leader_elects_another_and_loses_no_acknowledged_write() {
+    let mut ensemble = Ensemble::start(3, 0);
+    let leader = ensemble.wait_for_leader(Duration::from_secs(10));
+    let survivor = (leader + 1) % 3;
+    let mut client = RawClient::connect(ensemble.servers[survivor].addr);
+    let mut acknowledged = Vec::new();
+    for i in 0..20 {
+        let path = format!("/k{i}");
+        if create(&mut client, i + 1, &path, CreateMode::Persistent) == ErrorCode::Ok {
+            acknowledged.push(path);
+        }
+    }
+    ensemble.servers[leader].signal("KILL");
+    let killed_at = Instant::now();
+    let mut xid = 100;
+    loop {
+        xid += 1;
+        if create(&mut client, xid, "/after-kill", CreateMode::Persistent) == ErrorCode::Ok {
+            break;
+        }
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(15),
+            "no write accepted after the leader died"
+        );
+    }
+    let new_leader = ensemble.wait_for_leader(Duration::from_secs(10));
+    assert_ne!(new_leader, leader);
+    assert_eq!(sync(&mut client, 500), ErrorCode::Ok);
+    for (i, path) in acknowledged.iter().enumerate() {
+        assert!(exists(&mut client, 1000 + i as i32, path), "{path} lost");
+    }
+    ensemble.servers.remove(leader);
+    let survivors: Vec<&Server> = ensemble.servers.iter().collect();
+    assert_converges(&survivors);
+}
+
+#[test]
+fn an_observer_serves_and_forwards_but_does_not_vote() {
+    let ensemble = Ensemble::start(3, 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while mntr(&ensemble.servers[3])
+        .get("zk_server_state")
+        .map(String::as_str)
+        != Some("observer")
+    {
+        assert!(Instant::now() < deadline, "server 4 is not an observer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut client = RawClient::connect(ensemble.servers[3].addr);
+    assert_eq!(
+        create(&mut client, 1, "/via-observer", CreateMode::Persistent),
+        ErrorCode::Ok
+    );
+    let mut other = RawClient::connect(ensemble.servers[0].addr);
+    assert_eq!(sync(&mut other, 1), ErrorCode::Ok);
+    assert!(exists(&mut other, 2, "/via-observer"));
+    // The leader counts the observer among its followers (polled: under load a
+    // leader change may be under way).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let leader = ensemble.wait_for_leader(Duration::from_secs(10));
+        let followers = ensemble.mntr(leader).get("zk_followers").cloned();
+        if followers.as_deref() == Some("3") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "leader reports {followers:?} followers"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
