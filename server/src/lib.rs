@@ -22,6 +22,7 @@ pub mod conn;
 pub mod consensus;
 pub mod daemon;
 pub mod fourlw;
+pub mod image;
 pub mod listener;
 pub mod metrics;
 pub mod query;
