@@ -185,6 +185,8 @@ impl Consensus {
         };
         let thread = std::thread::Builder::new()
             .name("raft".into())
+            // Debug builds of raft-rs and the persistent maps use deep frames.
+            .stack_size(32 * 1024 * 1024)
             .spawn(move || raft_loop.run())
             .map_err(raft::Error::Io)?;
         Ok(Consensus {
