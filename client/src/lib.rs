@@ -1,1 +1,53 @@
-//! paddock-client
+//! An async (tokio) client for ZooKeeper and Paddock, with the classic recipes.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), paddock_client::Error> {
+//! use paddock_client::{Client, ConnectOptions, CreateMode};
+//! let client = Client::connect("127.0.0.1:2181,127.0.0.1:2182/app", ConnectOptions::default()).await?;
+//! client.create("/config", b"v1", CreateMode::Persistent).await?;
+//! let (data, _stat, changed) = client.get_data_w("/config").await?;
+//! println!("config is {data:?}");
+//! let event = changed.await?;
+//! println!("{:?} on {}", event.event_type, event.path);
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//! - [`client`](Client): the cheap `Clone` handle, one async method per ZooKeeper op;
+//!   validates paths and applies the chroot.
+//! - `session`: the one task that owns the socket: xids, pending replies, write
+//!   batching, pings, reconnects, and the watch table it re-arms with `setWatches2`.
+//! - [`watch`]: one-shot watches as futures, persistent watches as streams.
+//! - [`transaction`]: multi (`Transaction`) and multiRead (`ReadOp`).
+//! - [`options`]: [`ConnectOptions`], [`CreateOptions`].
+//! - [`state`]: [`SessionState`], observable through [`Client::state_watcher`].
+//! - `connect_string`: `host:port,...[/chroot]` and the chroot.
+//! - [`error`]: [`Error`], with [`Error::code`] mapping onto ZooKeeper's codes.
+//! - [`recipes`]: locks, read/write locks, semaphore, leader election, barriers, queue
+//!   and counter, in kazoo's node layouts so they interoperate with it.
+//!
+//! The CLI, `paddock-cli`, lives in `src/bin/`.
+
+#![warn(missing_docs)]
+
+mod client;
+mod connect_string;
+pub mod error;
+pub mod options;
+pub mod recipes;
+mod session;
+pub mod state;
+pub mod transaction;
+pub mod watch;
+
+pub use bytes::Bytes;
+pub use client::Client;
+pub use error::Error;
+pub use options::{ConnectOptions, CreateOptions, SessionCredentials};
+pub use paddock_wire::{
+    perms, Acl, AddWatchMode, ClientInfo, CreateMode, ErrorCode, EventType, Id, KeeperState,
+    OpResult, Stat, WatcherType,
+};
+pub use state::SessionState;
+pub use transaction::{ReadOp, Transaction};
+pub use watch::{PersistentWatch, WatchFuture, WatchedEvent};

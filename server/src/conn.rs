@@ -28,7 +28,7 @@ use tokio_util::codec::Decoder;
 
 use crate::fourlw;
 use crate::query::Outcome;
-use crate::server::{ConnId, Outbound, Shared};
+use crate::server::{ConnId, Outbound, Reattach, Shared};
 use crate::session::Caller;
 use crate::wait::Applied;
 
@@ -71,6 +71,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         session_id: 0,
         caller: Caller::for_peer(peer),
         queue: VecDeque::new(),
+        closing: None,
     };
     let result = conn.run().await;
     match &result {
@@ -96,6 +97,9 @@ struct Conn {
     session_id: i64,
     caller: Caller,
     queue: VecDeque<Pending>,
+    /// Set when the connection must close once its replies are written (a failed
+    /// `addauth`, which ZooKeeper answers with AuthFailed and a disconnect).
+    closing: Option<&'static str>,
 }
 
 /// A request whose reply has not been written yet, in arrival order.
@@ -201,8 +205,11 @@ impl Conn {
                     read_only: request.read_only.map(|_| false),
                 },
                 Err(code) => {
-                    tracing::warn!("session creation failed: {code}");
-                    ConnectResponse::refused(request.read_only)
+                    // No quorum to commit the session (ZooKeeper doesn't serve then
+                    // either): close without an answer, so the client tries another
+                    // server instead of taking its session for expired.
+                    tracing::info!(peer = %self.peer, "cannot create a session now: {code}");
+                    return Err(ConnError::Refused("no quorum to create the session"));
                 }
             }
         } else {
@@ -211,14 +218,17 @@ impl Conn {
                 .reattach_session(request.session_id, &request.passwd)
                 .await
             {
-                Some(timeout) => ConnectResponse {
+                Ok(timeout) => ConnectResponse {
                     protocol_version: 0,
                     timeout,
                     session_id: request.session_id,
                     passwd: request.passwd.clone(),
                     read_only: request.read_only.map(|_| false),
                 },
-                None => ConnectResponse::refused(request.read_only),
+                Err(Reattach::Refused) => ConnectResponse::refused(request.read_only),
+                Err(Reattach::Unavailable) => {
+                    return Err(ConnError::Refused("no quorum to move the session here"))
+                }
             }
         };
         let accepted = response.timeout > 0;
@@ -280,6 +290,9 @@ impl Conn {
                 _ = shared.shutdown.cancelled() => return Err(ConnError::Shutdown),
             }
             self.flush().await?;
+            if let Some(reason) = self.closing {
+                return Err(ConnError::Refused(reason));
+            }
         }
     }
 
@@ -375,14 +388,17 @@ impl Conn {
     fn run_local(&mut self, request: Request) -> Outcome {
         let result = match request {
             Request::Ping => Ok(Response::Empty),
-            Request::Auth(auth) => self
-                .caller
-                .add_auth(
+            Request::Auth(auth) => {
+                let result = self.caller.add_auth(
                     &auth.scheme,
                     &auth.auth,
                     self.shared.settings.super_digest.as_deref(),
-                )
-                .map(|()| Response::Empty),
+                );
+                if result.is_err() {
+                    self.closing = Some("authentication failed");
+                }
+                result.map(|()| Response::Empty)
+            }
             // SASL is not offered; Kerberos-configured clients get a clear refusal.
             Request::Sasl(_) => Err(ErrorCode::AuthFailed),
             request => {

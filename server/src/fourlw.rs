@@ -61,7 +61,18 @@ fn mode(shared: &Shared) -> &'static str {
     }
 }
 
+/// What ZooKeeper answers `srvr`, `stat` and `mntr` with while it has no quorum.
+const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests\n";
+
+/// An ensemble member with no known leader cannot commit anything.
+fn serving(shared: &Shared) -> bool {
+    shared.settings.standalone || shared.status.leader() != 0
+}
+
 fn srvr(shared: &Shared, with_clients: bool) -> String {
+    if !serving(shared) {
+        return NOT_SERVING.to_string();
+    }
     let (min, avg, max) = shared.metrics.latency();
     let (zxid, nodes) = {
         let db = shared.db.read();

@@ -159,7 +159,12 @@ impl Ctx<'_> {
                     .iter()
                     .map(|id| ClientInfo {
                         auth_scheme: id.scheme.clone(),
-                        user: id.id.clone(),
+                        // As ZooKeeper's providers name users: a digest id is
+                        // `user:hash`, and only the user is reported.
+                        user: match id.scheme.as_str() {
+                            "digest" => id.id.split(':').next().unwrap_or_default().to_owned(),
+                            _ => id.id.clone(),
+                        },
                     })
                     .collect(),
             )),

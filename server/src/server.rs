@@ -22,6 +22,16 @@ use crate::txn::{Txn, TxnKind};
 use crate::wait::{Applied, WaitRegistry};
 use crate::watch::WatchRegistry;
 
+/// Why a client could not reattach to its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reattach {
+    /// Unknown or expired session, or the wrong password: the session is gone for the
+    /// client.
+    Refused,
+    /// The move could not be committed now (no leader): try again, here or elsewhere.
+    Unavailable,
+}
+
 /// Identifies one client connection on this server (watches belong to connections).
 pub type ConnId = u64;
 
@@ -144,13 +154,13 @@ impl Shared {
     }
 
     /// Checks a reattaching client's credentials and makes this server the session's
-    /// owner; its negotiated timeout if the credentials hold.
-    pub async fn reattach_session(&self, session_id: i64, passwd: &[u8]) -> Option<i32> {
+    /// owner; the session's negotiated timeout if that worked.
+    pub async fn reattach_session(&self, session_id: i64, passwd: &[u8]) -> Result<i32, Reattach> {
         let (timeout, owner) = {
             let db = self.db.read();
-            let session = db.sessions.get(session_id)?;
+            let session = db.sessions.get(session_id).ok_or(Reattach::Refused)?;
             if !passwd_matches(&session.passwd, passwd) {
-                return None;
+                return Err(Reattach::Refused);
             }
             (session.timeout, session.owner)
         };
@@ -158,14 +168,17 @@ impl Shared {
         if owner != self.settings.server_id {
             // The session moved here: once this applies, its old connection elsewhere
             // is closed and its writes are refused with SessionMoved.
-            let caller = Caller::internal();
             let applied = self
-                .propose(session_id, 0, &caller, TxnKind::MoveSession)
+                .propose(session_id, 0, &Caller::internal(), TxnKind::MoveSession)
                 .await
-                .ok()?;
-            applied.result.ok()?;
+                .map_err(|_| Reattach::Unavailable)?;
+            match applied.result {
+                Ok(_) => {}
+                Err(ErrorCode::SessionExpired) => return Err(Reattach::Refused),
+                Err(_) => return Err(Reattach::Unavailable),
+            }
         }
-        Some(timeout)
+        Ok(timeout)
     }
 
     pub fn touch_session(&self, session_id: i64) {

@@ -7,6 +7,7 @@ mod ensemble;
 mod fourlw;
 mod kazoo;
 mod lifecycle;
+mod loadgen;
 mod nodes;
 mod sessions;
 mod support;

@@ -1,0 +1,20 @@
+//! Integration tests of paddock-client against a real server: Apache ZooKeeper 3.8
+//! started here, or the server named by `PADDOCK_TEST_SERVER` (see `support`).
+
+mod chroot;
+mod cli;
+mod crud;
+mod election;
+mod ensemble;
+mod interop;
+mod lock;
+mod multi;
+mod persistent;
+mod recipes;
+mod session;
+mod support;
+mod watches;
+
+/// This binary's tests run against Apache ZooKeeper (the `paddock` binary runs the same
+/// tests against Paddock).
+pub const TARGET: support::Target = support::Target::ZooKeeper;
