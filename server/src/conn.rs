@@ -151,10 +151,26 @@ impl Conn {
         let connect = tokio::time::timeout(handshake_timeout, self.read_frame())
             .await
             .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
+        self.wait_until_ready(handshake_timeout).await?;
         let request = ConnectRequest::decode(&mut paddock_wire::Reader::new(connect))?;
         let (outbound_tx, outbound_rx) = mpsc::unbounded_channel();
         self.handshake(request, outbound_tx).await?;
         self.serve_requests(outbound_rx).await
+    }
+
+    /// Holds a new client until the server has replayed its log and knows a leader;
+    /// closes the connection (the client tries another server) if that takes too long.
+    async fn wait_until_ready(&self, limit: Duration) -> Result<(), ConnError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.shared.ready_for_clients() {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ConnError::Refused(
+                    "not serving yet: replaying or no leader",
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
     }
 
     /// The first four bytes: either a frame length or a four-letter word.

@@ -8,10 +8,16 @@ use std::time::Instant;
 
 use tokio::net::TcpListener;
 
-use crate::config::{Config, Ensemble};
+use raft::prelude::ConfState;
+
+use crate::config::{Autopurge, Config, Ensemble};
 use crate::consensus::{self, Consensus, ConsensusConfig, PeerEvent, Proposer, Status, Transport};
+use crate::image::Image;
 use crate::server::{now_millis, Settings, Shared};
+use crate::state_machine::install;
 use crate::state_machine::StateMachine;
+use crate::store::txnlog::LogConfig;
+use crate::store::{DurableStorage, Opened, StoreConfig};
 use crate::txn::TxnKind;
 
 pub fn settings(config: &Config) -> Settings {
@@ -31,6 +37,7 @@ pub fn settings(config: &Config) -> Settings {
             .as_ref()
             .map(|d| format!("{}:{}", d.user, d.digest)),
         four_letter_words: config.four_letter_words.clone(),
+        data_dir: config.data_dir.clone(),
     }
 }
 
@@ -51,22 +58,50 @@ impl Daemon {
         let local_addr = listener.local_addr()?;
         let (proposer, proposals) = consensus::channel();
         let status = Arc::new(Status::default());
-        let consensus_config = consensus_config(config);
         let shared = Arc::new(Shared::new(settings, proposer.clone(), status.clone()));
+        let opened = open_store(config, &proposer)?;
+        let applied = opened.snapshot.as_ref().map_or(0, |s| s.metadata.index);
+        if let Some(snapshot) = opened.snapshot {
+            let image = Image::read_from(snapshot.payload).map_err(|e| {
+                anyhow::anyhow!("snapshot {} is unreadable: {e}", snapshot.path.display())
+            })?;
+            tracing::info!(
+                "restored {} znodes and {} sessions from {} (zxid {:#x})",
+                image.tree.node_count(),
+                image.sessions.len(),
+                snapshot.path.display(),
+                image.last_zxid
+            );
+            install(&shared, image);
+        }
+        let storage = opened.storage;
+        let last_index = raft::Storage::last_index(&storage).unwrap_or(0);
+        shared
+            .replay_to
+            .store(last_index, std::sync::atomic::Ordering::Release);
         let transport = match &config.ensemble {
             None => None,
-            Some(ensemble) => Some(start_transport(config, ensemble, &shared, proposer).await?),
+            Some(ensemble) => {
+                Some(start_transport(config, ensemble, &shared, proposer.clone()).await?)
+            }
         };
         let consensus = Consensus::start(
-            consensus_config,
+            ConsensusConfig {
+                applied,
+                ..consensus_config(config)
+            },
             proposals,
+            proposer,
+            storage.clone(),
             status,
             transport.clone(),
             StateMachine::new(shared.clone()),
         )?;
+        *shared.log_stats.lock() = Some(storage.log_stats().clone());
         let tasks = vec![
             tokio::spawn(crate::listener::run(listener, shared.clone())),
             tokio::spawn(leader_duties(shared.clone(), transport)),
+            tokio::spawn(autopurge(shared.clone(), storage, config.autopurge)),
         ];
         tracing::info!(
             "paddock {} serving clients on {local_addr}",
@@ -107,6 +142,62 @@ fn consensus_config(config: &Config) -> ConsensusConfig {
         voters,
         learners,
         tick: config.tick_time / 10,
+        applied: 0,
+        snap_count: u64::from(config.snap_count),
+    }
+}
+
+/// Opens (or creates) the txn log in dataLogDir and snapshots and raft state in dataDir.
+fn open_store(config: &Config, proposer: &Proposer) -> anyhow::Result<Opened> {
+    for dir in [&config.data_dir, &config.data_log_dir] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    }
+    let consensus = consensus_config(config);
+    let mut log = LogConfig::new(&config.data_log_dir);
+    log.pre_alloc_size = config.pre_alloc_size;
+    log.max_batch_entries = u64::from(config.group_commit_max_entries);
+    log.force_sync = config.force_sync;
+    if !config.force_sync {
+        tracing::warn!("forceSync=no: the txn log is not fsynced; a crash can lose writes");
+    }
+    let opened = DurableStorage::open(
+        StoreConfig {
+            data_dir: config.data_dir.clone(),
+            log,
+            node_id: config.server_id,
+            initial_conf_state: ConfState::from((consensus.voters, consensus.learners)),
+        },
+        proposer.persisted_hook(),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot open the data in {}: {e}", config.data_dir.display()))?;
+    for rejected in &opened.rejected_snapshots {
+        tracing::error!("skipped a corrupt snapshot: {rejected}");
+    }
+    Ok(opened)
+}
+
+/// `autopurge`: every purgeInterval, keep the newest snapRetainCount snapshots and the
+/// log they need; delete the rest.
+async fn autopurge(shared: Arc<Shared>, storage: DurableStorage, autopurge: Autopurge) {
+    let Some(interval) = autopurge.interval else {
+        return;
+    };
+    let retain = autopurge.snap_retain_count as usize;
+    let mut ticker = tokio::time::interval(interval);
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shared.shutdown.cancelled() => return,
+        }
+        let storage = storage.clone();
+        let purged = tokio::task::spawn_blocking(move || storage.purge(retain)).await;
+        match purged {
+            Ok(Ok(())) => tracing::info!("autopurge kept the newest {retain} snapshots"),
+            Ok(Err(e)) => tracing::warn!("autopurge failed: {e}"),
+            Err(e) => tracing::warn!("autopurge task failed: {e}"),
+        }
     }
 }
 

@@ -132,6 +132,28 @@ fn mntr(shared: &Shared) -> String {
             shared.started.elapsed().as_millis().to_string(),
         ),
     ];
+    if let Some(stats) = shared.log_stats.lock().as_ref() {
+        let log = stats.snapshot();
+        let ms = |d: std::time::Duration| format!("{:.3}", d.as_secs_f64() * 1000.0);
+        rows.push(("zk_fsync_count", log.fsyncs.to_string()));
+        rows.push(("zk_fsync_avg_ms", ms(log.avg_fsync())));
+        rows.push(("zk_fsync_max_ms", ms(log.fsync_max)));
+        rows.push(("zk_log_batches", log.batches.to_string()));
+        rows.push((
+            "zk_log_batch_avg_entries",
+            format!("{:.1}", log.avg_batch_entries()),
+        ));
+        rows.push((
+            "zk_log_batch_max_entries",
+            log.max_batch_entries.to_string(),
+        ));
+        rows.push(("zk_log_bytes_written", log.bytes_written.to_string()));
+        rows.push(("zk_log_size_bytes", log.size_on_disk.to_string()));
+        rows.push((
+            "zk_snapshot_size_bytes",
+            shared.snapshot_bytes().to_string(),
+        ));
+    }
     if shared.status.is_leader() && !shared.settings.standalone {
         let (followers, synced) = shared.status.followers();
         rows.push(("zk_followers", followers.to_string()));

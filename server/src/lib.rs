@@ -14,6 +14,8 @@
 //!   session table; fires watches ([`watch`]).
 //! - [`tree`] and [`acl`]: the znode tree and access control, pure and synchronous.
 //! - [`session`]: the session table, the expiry clock, the caller's identities.
+//! - [`store`]: the durable raft log (`dataLogDir`), snapshots and raft's hard state
+//!   (`dataDir`); [`image`] is what a snapshot holds of the state machine.
 //! - [`metrics`]: counters for `srvr` / `mntr`.
 
 pub mod acl;
@@ -29,6 +31,7 @@ pub mod query;
 pub mod server;
 pub mod session;
 pub mod state_machine;
+pub mod store;
 pub mod tree;
 pub mod txn;
 pub mod wait;

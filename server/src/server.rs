@@ -60,6 +60,7 @@ pub struct Settings {
     pub extended_types: bool,
     pub super_digest: Option<String>,
     pub four_letter_words: crate::config::FourLetterWords,
+    pub data_dir: std::path::PathBuf,
 }
 
 /// The replicated state: changed only by the state machine, read by everyone.
@@ -85,6 +86,12 @@ pub struct Shared {
     proposer: Proposer,
     next_session: AtomicI64,
     pub started: Instant,
+    /// The last log index this server had when it started: it takes no sessions until
+    /// it has applied that far, so that a restarted server never answers from a state
+    /// older than the one it had already acknowledged.
+    pub replay_to: AtomicU64,
+    /// The txn log's counters, for `mntr` (set once the store is open).
+    pub log_stats: Mutex<Option<Arc<crate::store::txnlog::LogStats>>>,
 }
 
 impl Shared {
@@ -106,6 +113,8 @@ impl Shared {
             proposer,
             next_session: AtomicI64::new(first_session_id(server_id)),
             started: Instant::now(),
+            log_stats: Mutex::new(None),
+            replay_to: AtomicU64::new(0),
             settings,
         }
     }
@@ -116,6 +125,27 @@ impl Shared {
 
     pub fn is_leader(&self) -> bool {
         self.status.is_leader()
+    }
+
+    /// Whether this server may take clients: it has replayed its own log, and (in an
+    /// ensemble) knows a leader.
+    pub fn ready_for_clients(&self) -> bool {
+        self.status.applied() >= self.replay_to.load(Ordering::Acquire)
+            && (self.settings.standalone || self.status.leader() != 0)
+    }
+
+    /// The total size of the snapshot files in dataDir.
+    pub fn snapshot_bytes(&self) -> u64 {
+        std::fs::read_dir(&self.settings.data_dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("snapshot."))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
     }
 
     pub fn proposer(&self) -> &Proposer {

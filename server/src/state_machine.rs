@@ -7,13 +7,16 @@
 //! write lock, so no read can see a change before its notification is queued.
 
 use std::sync::Arc;
+
+use bytes::Bytes;
 use std::time::{Duration, Instant};
 
 use paddock_wire::{ErrorCode, KeeperState};
 use paddock_wire::{EventType, OpResult, Request, Response, WatcherEvent};
 use raft::prelude::Entry;
 
-use crate::consensus::Applier;
+use crate::consensus::{Applier, SnapshotWriter};
+use crate::image::Image;
 use crate::server::{ConnId, Db, Outbound, Shared};
 use crate::session::Session;
 use crate::tree::{TxnContext, WatchTrigger};
@@ -58,6 +61,23 @@ impl Applier for StateMachine {
         }
     }
 
+    fn restore(&mut self, payload: &[u8]) {
+        match Image::read_from(Bytes::copy_from_slice(payload)) {
+            Ok(image) => install(&self.shared, image),
+            Err(e) => {
+                // The snapshot's checksum held, so this is a bug or a foreign format:
+                // carrying on would fork this replica.
+                tracing::error!("cannot read the leader's snapshot: {e}; exiting");
+                std::process::exit(1);
+            }
+        }
+    }
+
+    fn image(&mut self) -> SnapshotWriter {
+        let image = Image::of(&self.shared.db.read());
+        Box::new(move |out: &mut dyn std::io::Write| image.write_to(out))
+    }
+
     fn read_ready(&mut self, request: u64) {
         let shared = &*self.shared;
         let zxid = shared.last_zxid();
@@ -73,6 +93,22 @@ impl Applier for StateMachine {
             },
         );
     }
+}
+
+/// Replaces the replicated state with `image` (at start-up, or from the leader). Every
+/// session gets a fresh timeout: nobody knows when its client was last heard from.
+pub fn install(shared: &Shared, image: Image) {
+    let mut db = shared.db.write();
+    let now = Instant::now();
+    let mut expiry = shared.expiry.lock();
+    expiry.clear();
+    for session in image.sessions.iter() {
+        let timeout = Duration::from_millis(u64::try_from(session.timeout).unwrap_or(0));
+        expiry.add(session.id, timeout, now);
+    }
+    db.tree = image.tree;
+    db.sessions = image.sessions;
+    db.last_zxid = image.last_zxid;
 }
 
 type TxnOutcome = (Result<Response, ErrorCode>, Vec<WatchTrigger>);

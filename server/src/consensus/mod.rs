@@ -7,5 +7,7 @@ mod logger;
 mod node;
 pub mod transport;
 
-pub use node::{channel, Applier, Consensus, ConsensusConfig, Proposals, Proposer, Role, Status};
+pub use node::{
+    channel, Applier, Consensus, ConsensusConfig, Proposals, Proposer, Role, SnapshotWriter, Status,
+};
 pub use transport::{PeerEvent, Transport};

@@ -1,15 +1,21 @@
-//! The raft loop: one thread owns the `RawNode`, takes proposals, peer messages and
-//! read-index requests from a channel, ticks, and handles each `Ready` in the order
-//! raft-rs documents. Committed entries go to the [`Applier`] in log order.
+//! The raft loop: one thread owns the `RawNode`, takes proposals, peer messages,
+//! read-index requests and the log writer's fsync reports from one channel, ticks, and
+//! handles each `Ready` in the order raft-rs documents for asynchronous persistence
+//! (`crate::store::storage` spells the contract out). Committed entries go to the
+//! [`Applier`] in log order; every `snapCount` or so, the applier's image is written
+//! to a snapshot in the background and the log is compacted behind it.
 
+use std::collections::VecDeque;
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use raft::prelude::{ConfState, Entry, EntryType, Message};
-use raft::storage::MemStorage;
+use raft::prelude::{Entry, EntryType, Message, MessageType};
 use raft::{RawNode, StateRole};
+
+use crate::store::DurableStorage;
 
 use super::logger::raft_logger;
 use super::transport::Transport;
@@ -21,7 +27,15 @@ pub trait Applier: Send + 'static {
     /// A read-index request is confirmed and everything up to its index is applied:
     /// a read now sees every write committed before it was asked for.
     fn read_ready(&mut self, request: u64);
+    /// Replaces the whole state with a snapshot's payload (one the leader sent).
+    fn restore(&mut self, payload: &[u8]);
+    /// A consistent image of the state as of the last applied entry, taken now and
+    /// written out later, off the raft thread.
+    fn image(&mut self) -> SnapshotWriter;
 }
+
+/// Writes a state image into a snapshot file's payload.
+pub type SnapshotWriter = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + Send>;
 
 #[derive(Debug, Clone)]
 pub struct ConsensusConfig {
@@ -31,6 +45,11 @@ pub struct ConsensusConfig {
     pub learners: Vec<u64>,
     /// One raft tick. Elections take 10 to 20 ticks, heartbeats go every 3.
     pub tick: Duration,
+    /// The index the state machine was restored to (its snapshot's), 0 for none.
+    pub applied: u64,
+    /// `snapCount`: a snapshot every this many entries, randomized within
+    /// [snapCount/2, snapCount] so that servers don't all snapshot at once.
+    pub snap_count: u64,
 }
 
 /// What other threads ask of the raft loop.
@@ -39,6 +58,10 @@ enum Input {
     Peer(Message),
     /// A ReadIndex barrier for `sync`, identified by a request number.
     ReadIndex(u64),
+    /// The log writer's report: every `Ready` up to this number is durable.
+    Persisted(u64),
+    /// A background snapshot at this index is written.
+    SnapshotWritten(u64),
 }
 
 /// The cheap handle other threads use to reach the raft thread.
@@ -78,6 +101,14 @@ impl Proposer {
             .send(Input::ReadIndex(request))
             .map_err(|_| ConsensusStopped)
     }
+
+    /// The hook the log writer calls after each fsync (on its own thread).
+    pub fn persisted_hook(&self) -> impl FnMut(u64) + Send + 'static {
+        let tx = self.tx.clone();
+        move |number| {
+            let _ = tx.send(Input::Persisted(number));
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +134,8 @@ pub struct Status {
     /// every entry the leader has.
     followers: AtomicU64,
     synced_followers: AtomicU64,
+    /// The index of the last entry applied (of any kind).
+    applied: AtomicU64,
 }
 
 impl Status {
@@ -128,6 +161,10 @@ impl Status {
         self.term.load(Ordering::Acquire)
     }
 
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Acquire)
+    }
+
     pub fn followers(&self) -> (u64, u64) {
         (
             self.followers.load(Ordering::Acquire),
@@ -147,6 +184,8 @@ impl Consensus {
     pub fn start(
         config: ConsensusConfig,
         proposals: Proposals,
+        proposer: Proposer,
+        storage: DurableStorage,
         status: Arc<Status>,
         transport: Option<Transport>,
         applier: impl Applier,
@@ -159,16 +198,16 @@ impl Consensus {
             check_quorum: true,
             max_inflight_msgs: 256,
             max_size_per_msg: 1024 * 1024,
+            applied: config.applied,
             ..Default::default()
         };
         raft_config.validate()?;
-        let conf = ConfState::from((config.voters.clone(), config.learners.clone()));
-        let storage = MemStorage::new_with_conf_state(conf);
-        let mut node = RawNode::new(&raft_config, storage, &raft_logger())?;
+        let mut node = RawNode::new(&raft_config, storage.clone(), &raft_logger())?;
         if config.voters == [config.id] {
             // A group of one needs no election timeout to pass before serving.
             node.campaign()?;
         }
+        status.applied.store(config.applied, Ordering::Release);
         let stop = Arc::new(AtomicBool::new(false));
         let observer = config.learners.contains(&config.id);
         let mut raft_loop = RaftLoop {
@@ -180,8 +219,13 @@ impl Consensus {
             status,
             transport,
             observer,
-            applied: 0,
+            applied: config.applied,
             pending_reads: Vec::new(),
+            storage,
+            proposer,
+            unsent: VecDeque::new(),
+            snapshot_ready: None,
+            snapshots: SnapshotPolicy::new(config.snap_count, config.applied),
         };
         let thread = std::thread::Builder::new()
             .name("raft".into())
@@ -208,7 +252,17 @@ struct RaftLoop<A: Applier> {
     /// Set at shutdown. The applier holds the server state, which holds a Proposer, so
     /// the input channel alone never disconnects.
     stop: Arc<AtomicBool>,
-    node: RawNode<MemStorage>,
+    node: RawNode<DurableStorage>,
+    storage: DurableStorage,
+    /// For the background snapshot writer's report.
+    proposer: Proposer,
+    /// Each `Ready`'s persisted messages (votes, append responses), held until the
+    /// fsync that covers it.
+    unsent: VecDeque<(u64, Vec<Message>)>,
+    /// A `Ready` that carried a snapshot, until it is durable: raft's applied index
+    /// may not pass its persisted one, so `advance_apply` waits.
+    snapshot_ready: Option<u64>,
+    snapshots: SnapshotPolicy,
     inputs: Receiver<Input>,
     applier: A,
     tick: Duration,
@@ -223,6 +277,58 @@ struct RaftLoop<A: Applier> {
 
 /// Inputs taken per turn of the loop, so a flood of writes can't starve ticks.
 const MAX_INPUTS_PER_TURN: usize = 4096;
+
+/// Marks the rejection a server sends when a heartbeat shows it lost its data.
+const LOST_DATA: &[u8] = b"paddock:lost-data";
+
+/// Log entries kept behind a snapshot for followers that are a little behind (at most;
+/// never more than half of snapCount).
+const SNAPSHOT_CATCHUP_ENTRIES: u64 = 5_000;
+
+/// When to snapshot: every `snapCount` entries, the first threshold drawn at random
+/// from [snapCount/2, snapCount] (as ZooKeeper does) so servers spread their snapshots.
+struct SnapshotPolicy {
+    every: u64,
+    last: u64,
+    next_after: u64,
+    in_progress: bool,
+}
+
+impl SnapshotPolicy {
+    fn new(snap_count: u64, applied: u64) -> Self {
+        let snap_count = snap_count.max(2);
+        let mut seed = [0u8; 8];
+        // Only the spread depends on it; a fixed half is fine if randomness fails.
+        let _ = getrandom::getrandom(&mut seed);
+        let jitter = u64::from_le_bytes(seed) % (snap_count / 2 + 1);
+        SnapshotPolicy {
+            every: snap_count,
+            last: applied,
+            next_after: snap_count / 2 + jitter,
+            in_progress: false,
+        }
+    }
+
+    fn due(&self, applied: u64) -> bool {
+        !self.in_progress && applied.saturating_sub(self.last) >= self.next_after
+    }
+
+    fn started(&mut self, index: u64) {
+        self.in_progress = true;
+        self.last = index;
+        self.next_after = self.every;
+    }
+
+    fn written(&mut self, index: u64) {
+        self.in_progress = false;
+        self.last = self.last.max(index);
+    }
+
+    /// A snapshot from the leader replaced the state: count from it.
+    fn installed(&mut self, index: u64) {
+        self.last = self.last.max(index);
+    }
+}
 
 impl<A: Applier> RaftLoop<A> {
     fn run(&mut self) {
@@ -253,9 +359,50 @@ impl<A: Applier> RaftLoop<A> {
     fn handle(&mut self, input: Input) {
         let result = match input {
             Input::Propose(data) => self.node.propose(vec![], data),
-            Input::Peer(message) => self.node.step(message),
+            Input::Peer(mut message) => {
+                let lost = if message.get_msg_type() == MessageType::MsgHeartbeat {
+                    // A leader only sends a commit index this server has, unless this
+                    // server lost its data (an operator wiped dataDir), which raft-rs
+                    // would panic on: clamp it, then ask the leader for a snapshot.
+                    let last = self.node.raft.raft_log.last_index();
+                    let lost = (message.commit > last).then_some(message.commit);
+                    message.commit = message.commit.min(last);
+                    lost
+                } else {
+                    None
+                };
+                if message.get_msg_type() == MessageType::MsgAppendResponse
+                    && message.context.as_ref() == LOST_DATA
+                {
+                    self.peer_lost_data(message.from, message.reject_hint);
+                    return;
+                }
+                let (leader, term) = (message.from, message.term);
+                let stepped = self.node.step(message);
+                if let Some(claimed) = lost {
+                    self.request_snapshot(leader, term, claimed);
+                }
+                stepped
+            }
             Input::ReadIndex(request) => {
                 self.node.read_index(request.to_be_bytes().to_vec());
+                Ok(())
+            }
+            Input::Persisted(number) => {
+                self.on_persisted(number);
+                Ok(())
+            }
+            Input::SnapshotWritten(index) => {
+                self.snapshots.written(index);
+                // Keep some log behind the snapshot so a follower a little behind
+                // catches up from the log rather than a whole snapshot.
+                let margin = SNAPSHOT_CATCHUP_ENTRIES.min(self.snapshots.every / 2);
+                let keep = index.saturating_sub(margin);
+                if keep > 0 {
+                    if let Err(e) = self.storage.compact(keep) {
+                        tracing::warn!("compacting the raft log to {keep}: {e}");
+                    }
+                }
                 Ok(())
             }
         };
@@ -266,7 +413,7 @@ impl<A: Applier> RaftLoop<A> {
         }
     }
 
-    /// Handles one `Ready` in raft-rs's documented order.
+    /// Handles one `Ready` in raft-rs's documented order for asynchronous persistence.
     fn on_ready(&mut self) {
         if !self.node.has_ready() {
             return;
@@ -285,36 +432,88 @@ impl<A: Applier> RaftLoop<A> {
                 .term
                 .store(self.node.raft.term, Ordering::Release);
         }
-        // A leader's messages may go out before its own entries are persisted.
+        // A leader's messages may go out before its own entries are durable.
         self.send(ready.take_messages());
         if !ready.snapshot().is_empty() {
-            let snapshot = ready.snapshot().clone();
-            if let Err(e) = self.node.store().wl().apply_snapshot(snapshot) {
-                fatal(&format!("applying a raft snapshot failed: {e}"));
+            // Must be durable, and the state replaced, before this Ready's entries.
+            if let Err(e) = self.storage.apply_snapshot(ready.snapshot()) {
+                fatal(&format!(
+                    "installing a snapshot from the leader failed: {e}"
+                ));
             }
+            let index = ready.snapshot().get_metadata().index;
+            tracing::info!("installed a snapshot at index {index} from the leader");
+            self.applier.restore(ready.snapshot().get_data());
+            self.applied = index;
+            self.status.applied.store(index, Ordering::Release);
+            self.snapshots.installed(index);
+            self.snapshot_ready = Some(ready.number());
         }
+        // raft-rs hands out only entries that are committed and durable here.
         self.apply(ready.take_committed_entries());
         for state in ready.take_read_states() {
             self.confirm_read(state.index, &state.request_ctx);
         }
-        // Must persist entries and hard state before sending persisted messages.
-        let store = self.node.store().clone();
-        if !ready.entries().is_empty() {
-            if let Err(e) = store.wl().append(ready.entries()) {
-                fatal(&format!("appending to the raft log failed: {e}"));
+        // Every Ready goes to the log writer, so its number is reported in order.
+        if let Err(e) =
+            self.storage
+                .append(ready.number(), ready.take_entries(), ready.hs().cloned())
+        {
+            fatal(&format!("appending to the raft log failed: {e}"));
+        }
+        // Must not send votes or append acks before the fsync that covers them.
+        self.unsent
+            .push_back((ready.number(), ready.take_persisted_messages()));
+        self.node.advance_append_async(ready);
+        if self.snapshot_ready.is_none() {
+            self.node.advance_apply();
+        }
+        self.maybe_snapshot();
+    }
+
+    /// The log writer made every `Ready` up to `number` durable.
+    fn on_persisted(&mut self, number: u64) {
+        self.node.on_persist_ready(number);
+        if self.snapshot_ready.is_some_and(|n| n <= number) {
+            self.snapshot_ready = None;
+            self.node.advance_apply();
+        }
+        while self.unsent.front().is_some_and(|(n, _)| *n <= number) {
+            if let Some((_, messages)) = self.unsent.pop_front() {
+                self.send(messages);
             }
         }
-        if let Some(hs) = ready.hs() {
-            store.wl().set_hardstate(hs.clone());
+    }
+
+    /// Starts a background snapshot when enough has been applied since the last one.
+    fn maybe_snapshot(&mut self) {
+        if !self.snapshots.due(self.applied) {
+            return;
         }
-        self.send(ready.take_persisted_messages());
-        let mut light = self.node.advance(ready);
-        if let Some(commit) = light.commit_index() {
-            store.wl().mut_hard_state().set_commit(commit);
+        let index = self.applied;
+        let image = self.applier.image();
+        let storage = self.storage.clone();
+        let conf_state = storage.conf_state();
+        let done = self.proposer.tx.clone();
+        self.snapshots.started(index);
+        let spawned = std::thread::Builder::new()
+            .name("snapshot".into())
+            .spawn(move || {
+                let started = Instant::now();
+                match storage.create_snapshot(index, conf_state, image) {
+                    Ok(_) => {
+                        tracing::info!(
+                            "snapshot at index {index} written in {:?}",
+                            started.elapsed()
+                        );
+                        let _ = done.send(Input::SnapshotWritten(index));
+                    }
+                    Err(e) => fatal(&format!("writing the snapshot at {index} failed: {e}")),
+                }
+            });
+        if let Err(e) = spawned {
+            fatal(&format!("cannot start the snapshot thread: {e}"));
         }
-        self.send(light.take_messages());
-        self.apply(light.take_committed_entries());
-        self.node.advance_apply();
     }
 
     fn apply(&mut self, entries: Vec<Entry>) {
@@ -330,6 +529,7 @@ impl<A: Applier> RaftLoop<A> {
             self.applier.apply(&normal);
         }
         self.applied = last_index;
+        self.status.applied.store(last_index, Ordering::Release);
         let applied = self.applied;
         let (ready, waiting): (Vec<_>, Vec<_>) = self
             .pending_reads
@@ -350,6 +550,49 @@ impl<A: Applier> RaftLoop<A> {
             self.applier.read_ready(request);
         } else {
             self.pending_reads.push((index, request));
+        }
+    }
+
+    /// Tells the leader that this server lacks entries it believes this server has, so
+    /// that it probes this server from its real end and sends the log or, where that is
+    /// compacted, a snapshot. (raft-rs's own `request_snapshot` needs a log entry of the
+    /// current term, which a wiped server lacks, and raft-rs never lowers a follower's
+    /// `matched` by itself.)
+    fn request_snapshot(&mut self, leader: u64, term: u64, claimed: u64) {
+        let last = self.node.raft.raft_log.last_index();
+        tracing::warn!(
+            "the leader believes this server has entries up to {claimed}, but its log ends at \
+             {last} (was its data wiped?): asking to be caught up"
+        );
+        let mut rejection = Message::default();
+        rejection.set_msg_type(MessageType::MsgAppendResponse);
+        rejection.to = leader;
+        rejection.from = self.node.raft.id;
+        rejection.term = term;
+        rejection.index = claimed;
+        rejection.reject = true;
+        rejection.reject_hint = last;
+        rejection.context = bytes::Bytes::from_static(LOST_DATA);
+        self.send(vec![rejection]);
+    }
+
+    /// On the leader: `peer` reports that its log ends at `last`, below what the leader
+    /// recorded for it. Its progress restarts from there.
+    fn peer_lost_data(&mut self, peer: u64, last: u64) {
+        if self.node.raft.state != StateRole::Leader {
+            return;
+        }
+        if let Some(progress) = self.node.raft.mut_prs().get_mut(peer) {
+            if progress.matched > last {
+                tracing::warn!(
+                    "server {peer} lost its log after index {last} (recorded: {}); catching \
+                     it up again",
+                    progress.matched
+                );
+                progress.matched = last;
+                progress.become_probe();
+                progress.next_idx = last + 1;
+            }
         }
     }
 

@@ -54,6 +54,12 @@ impl ExpiryTracker {
         expired
     }
 
+    pub fn clear(&mut self) {
+        self.deadlines.clear();
+        self.expiring.clear();
+        self.touched.clear();
+    }
+
     /// Gives every session a full timeout from now: after a leader change nobody knows
     /// when clients were last heard from.
     pub fn reset_all(&mut self, now: Instant) {

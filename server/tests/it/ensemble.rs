@@ -259,3 +259,157 @@ fn an_observer_serves_and_forwards_but_does_not_vote() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Writes sequential nodes under /load, moving to the next server whenever its server
+/// goes away, until `stop`; returns the acknowledged ids and when each was acknowledged.
+fn write_through_failures(
+    addrs: &[std::net::SocketAddr],
+    stop: &std::sync::atomic::AtomicBool,
+    acked: &parking_lot::Mutex<Vec<(String, Instant)>>,
+) {
+    let mut server = 0;
+    let mut xid = 0;
+    let mut client: Option<RawClient> = None;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let Some(c) = client.as_mut() else {
+            client = RawClient::try_connect(addrs[server % addrs.len()]);
+            if client.is_none() {
+                server += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            continue;
+        };
+        xid += 1;
+        let id = format!("w{xid}");
+        let request = Request::Create(CreateRequest {
+            path: "/load/n-".into(),
+            data: Bytes::copy_from_slice(id.as_bytes()),
+            acl: Acl::open_unsafe(),
+            flags: CreateMode::PersistentSequential.flags(),
+        });
+        match c.try_call(xid, &request) {
+            Some((header, _)) if header.err == ErrorCode::Ok => {
+                acked.lock().push((id, Instant::now()));
+            }
+            // Lost with the leader, or refused while there is none: try again elsewhere.
+            _ => {
+                client = None;
+                server += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn killing_the_leader_repeatedly_under_write_load_loses_nothing() {
+    let mut ensemble = Ensemble::start(3, 0);
+    let mut setup = RawClient::connect(ensemble.servers[0].addr);
+    assert_eq!(
+        create(&mut setup, 1, "/load", CreateMode::Persistent),
+        ErrorCode::Ok
+    );
+    drop(setup);
+    let addrs: Vec<_> = ensemble.servers.iter().map(|s| s.addr).collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let acked = parking_lot::Mutex::new(Vec::new());
+    let mut failovers = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| write_through_failures(&addrs, &stop, &acked));
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(700));
+            let leader = ensemble.wait_for_leader(Duration::from_secs(20));
+            ensemble.servers[leader].kill();
+            let killed = Instant::now();
+            loop {
+                let resumed = acked.lock().last().is_some_and(|(_, at)| *at > killed);
+                if resumed {
+                    failovers.push(killed.elapsed());
+                    break;
+                }
+                assert!(
+                    killed.elapsed() < Duration::from_secs(20),
+                    "no write acknowledged within 20 s of the leader's death"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            ensemble.servers[leader].restart();
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    failovers.sort();
+    eprintln!(
+        "leader kill to first acknowledged write: median {:?}, max {:?} ({failovers:?})",
+        failovers[failovers.len() / 2],
+        failovers.last()
+    );
+    let acked: Vec<String> = acked.into_inner().into_iter().map(|(id, _)| id).collect();
+    assert!(!acked.is_empty());
+    // Every acknowledged write is on every server, once.
+    let all: Vec<&Server> = ensemble.servers.iter().collect();
+    assert_converges(&all);
+    let mut client = RawClient::connect(ensemble.servers[0].addr);
+    let names = match client.call(
+        1,
+        &Request::GetChildren(WatchedPathRequest {
+            path: "/load".into(),
+            watch: false,
+        }),
+    ) {
+        (_, Some(paddock_wire::Response::GetChildren { children })) => children,
+        other => panic!("{other:?}"),
+    };
+    let mut seen = std::collections::HashMap::new();
+    for (i, name) in names.iter().enumerate() {
+        let request = Request::GetData(WatchedPathRequest {
+            path: format!("/load/{name}"),
+            watch: false,
+        });
+        if let (_, Some(paddock_wire::Response::GetData { data, .. })) =
+            client.call(10 + i as i32, &request)
+        {
+            *seen
+                .entry(String::from_utf8_lossy(&data).into_owned())
+                .or_insert(0) += 1;
+        }
+    }
+    for id in &acked {
+        assert_eq!(
+            seen.get(id),
+            Some(&1),
+            "acknowledged write {id} lost or duplicated"
+        );
+    }
+}
+
+#[test]
+fn a_wiped_follower_catches_up_through_a_snapshot() {
+    // A small snapCount, so the leader's log is compacted behind its snapshots.
+    let mut ensemble = Ensemble::start_with(3, 0, "snapCount=100");
+    let leader = ensemble.wait_for_leader(Duration::from_secs(10));
+    let follower = (leader + 1) % 3;
+    let mut client = RawClient::connect(ensemble.servers[leader].addr);
+    for i in 0..600 {
+        assert_eq!(
+            create(
+                &mut client,
+                i + 1,
+                &format!("/s{i}"),
+                CreateMode::Persistent
+            ),
+            ErrorCode::Ok
+        );
+    }
+    ensemble.servers[follower].kill();
+    ensemble.servers[follower].wipe();
+    ensemble.servers[follower].restart();
+    let all: Vec<&Server> = ensemble.servers.iter().collect();
+    assert_converges(&all);
+    let log = ensemble.servers[follower].log_text();
+    assert!(
+        log.contains("installed a snapshot"),
+        "the wiped follower did not catch up by snapshot:\n{log}"
+    );
+    let mut check = RawClient::connect(ensemble.servers[follower].addr);
+    assert!(exists(&mut check, 1, "/s599"));
+}

@@ -3,6 +3,7 @@
 //! compared with Apache ZooKeeper 3.8 running the same scenarios.
 
 mod bad_input;
+mod durability;
 mod ensemble;
 mod fourlw;
 mod kazoo;

@@ -65,6 +65,38 @@ impl Server {
         assert!(status.success(), "kill -{name} failed");
     }
 
+    /// `kill -9`, and waits for the process to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the same server again (same config and data) after [`Server::kill`].
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = spawn_paddock(&self._dir.path().join("zoo.cfg"), &self.log);
+        self.wait_serving();
+    }
+
+    /// Deletes the server's data (not its myid): it restarts as if new.
+    pub fn wipe(&self) {
+        let data = self._dir.path().join("data");
+        for entry in std::fs::read_dir(&data).expect("data dir").flatten() {
+            if entry.file_name() != "myid" {
+                let path = entry.path();
+                let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+            }
+        }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self._dir.path().join("data")
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
@@ -99,15 +131,25 @@ pub fn paddock(extra: &str) -> Server {
     let config = dir.path().join("zoo.cfg");
     std::fs::write(&config, common_config(dir.path(), port, extra)).expect("config");
     let log = dir.path().join("paddock.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+    let child = spawn_paddock(&config, &log);
+    wait_until_serving(child, dir, port, log)
+}
+
+/// Runs `paddock --config CONFIG`, appending its log to `log`.
+fn spawn_paddock(config: &Path, log: &Path) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("log file");
+    Command::new(env!("CARGO_BIN_EXE_paddock"))
         .arg("--config")
-        .arg(&config)
+        .arg(config)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"))
+        .stderr(log)
         .spawn()
-        .expect("start paddock");
-    wait_until_serving(child, dir, port, log)
+        .expect("start paddock")
 }
 
 /// A Paddock ensemble on 127.0.0.1: `participants` voters and `observers` learners.
@@ -117,6 +159,11 @@ pub struct Ensemble {
 
 impl Ensemble {
     pub fn start(participants: usize, observers: usize) -> Ensemble {
+        Ensemble::start_with(participants, observers, "")
+    }
+
+    /// [`Ensemble::start`] with extra zoo.cfg lines for every server.
+    pub fn start_with(participants: usize, observers: usize, extra: &str) -> Ensemble {
         let count = participants + observers;
         let peer_ports: Vec<(u16, u16)> = (0..count).map(|_| (free_port(), free_port())).collect();
         let server_lines: String = peer_ports
@@ -139,7 +186,7 @@ impl Ensemble {
                 } else {
                     "peerType=observer\n"
                 };
-                let extra = format!("initLimit=10\nsyncLimit=5\n{role}{server_lines}");
+                let extra = format!("initLimit=10\nsyncLimit=5\n{role}{server_lines}{extra}\n");
                 let config = dir.path().join("zoo.cfg");
                 std::fs::write(&config, common_config(dir.path(), port, &extra)).expect("config");
                 let log = dir.path().join("paddock.log");
@@ -228,21 +275,30 @@ fn wait_until_serving(child: Child, dir: tempfile::TempDir, port: u16, log: Path
         _dir: dir,
         log,
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if !server.is_running() {
-            panic!(
-                "server exited during start-up: {}",
-                std::fs::read_to_string(&server.log).unwrap_or_default()
-            );
+    server.wait_serving();
+    server
+}
+
+impl Server {
+    fn wait_serving(&mut self) {
+        let server = self;
+        let addr = server.addr;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if !server.is_running() {
+                panic!(
+                    "server exited during start-up: {}",
+                    std::fs::read_to_string(&server.log).unwrap_or_default()
+                );
+            }
+            // Any answer means it serves (ruok may be off the whitelist).
+            if four_letter(addr, "ruok").is_some_and(|answer| !answer.is_empty()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-        // Any answer means it serves (ruok may be off the whitelist).
-        if four_letter(addr, "ruok").is_some_and(|answer| !answer.is_empty()) {
-            return server;
-        }
-        std::thread::sleep(Duration::from_millis(100));
+        panic!("server on {addr} did not answer ruok within 30 s");
     }
-    panic!("server on {addr} did not answer ruok within 30 s");
 }
 
 /// Sends a four-letter word and returns the answer, or None if nobody answered.
@@ -325,6 +381,22 @@ impl RawClient {
         }
     }
 
+    /// A new session, or None if the server is unreachable or refuses.
+    pub fn try_connect(addr: SocketAddr) -> Option<RawClient> {
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .ok()?;
+        let mut out = BytesMut::new();
+        write_frame(&mut out, DEFAULT_MAX_FRAME, |b| {
+            Self::new_session().encode(b)
+        })
+        .ok()?;
+        stream.write_all(&out).ok()?;
+        let response = ConnectResponse::from_bytes(read_frame(&mut stream)?).ok()?;
+        (response.timeout > 0).then_some(RawClient { stream })
+    }
+
     /// Sends `connect`; None if the server closed the connection without answering.
     pub fn handshake(
         addr: SocketAddr,
@@ -348,6 +420,34 @@ impl RawClient {
         })
         .expect("frame");
         self.stream.write_all(&out).expect("send");
+    }
+
+    /// [`RawClient::call`] that reports a broken connection as `None` instead of
+    /// panicking (for tests that kill servers under load).
+    pub fn try_call(
+        &mut self,
+        xid: i32,
+        request: &Request,
+    ) -> Option<(ReplyHeader, Option<Response>)> {
+        let mut out = BytesMut::new();
+        write_frame(&mut out, DEFAULT_MAX_FRAME, |b| {
+            request.encode_with_header(xid, b)
+        })
+        .ok()?;
+        self.stream.write_all(&out).ok()?;
+        loop {
+            let mut r = Reader::new(read_frame(&mut self.stream)?);
+            let header = ReplyHeader::decode(&mut r).ok()?;
+            if header.xid != xid {
+                continue;
+            }
+            let body = if header.err.is_ok() {
+                Some(Response::decode(request.op_code(), &mut r).ok()?)
+            } else {
+                None
+            };
+            return Some((header, body));
+        }
     }
 
     /// Sends a request and reads frames until its reply (skipping notifications).

@@ -1,0 +1,525 @@
+//! [`DurableStorage`]: the `raft::Storage` the raft loop reads, built from the txn log
+//! ([`crate::store::txnlog`]), the snapshots ([`crate::store::snapshot`]) and the meta
+//! database ([`crate::store::meta`]), with the un-compacted log cached in memory.
+//!
+//! # Driving it from the raft loop
+//! raft-rs's async-ready contract: the loop hands each `Ready`'s writes to the log writer
+//! and goes on; the writer's fsync reports come back as `on_persist_ready` calls. Per
+//! `Ready`, in this order:
+//!
+//! ```text
+//! if !node.has_ready() { return }
+//! let mut ready = node.ready();
+//! 1. send(ready.take_messages())
+//!      A leader's appends and heartbeats go out before its own fsync (raft thesis
+//!      §10.2.1); raft-rs leaves this empty on followers.
+//! 2. if !ready.snapshot().is_empty():
+//!        storage.apply_snapshot(ready.snapshot())?   // file + meta durable on return
+//!        state_machine.restore(ready.snapshot().get_data())
+//!      Must come before the entries of the same Ready, which follow the snapshot.
+//! 3. apply(ready.take_committed_entries())
+//!      raft-rs hands out only entries that are committed *and* durable locally.
+//! 4. storage.append(ready.number(), ready.take_entries(), ready.hs().cloned())?
+//!      Every Ready, even one with no entries and no hard state, so that its number is
+//!      reported in order. Must come before advance_append_async: raft reads the entries
+//!      back from the cache at once. The hard state is recorded after the entries' fsync,
+//!      since its commit index may point at them.
+//! 5. pending.push_back((ready.number(), ready.take_persisted_messages()))
+//!      Votes and append responses must not leave before the fsync that covers this
+//!      Ready (and its hard state, which may hold the vote).
+//! 6. node.advance_append_async(ready)
+//! 7. node.advance_apply()                             // after step 3's entries applied
+//!      Except after a Ready that carried a snapshot: raft's applied index may not pass
+//!      its persisted one, so hold advance_apply until that Ready's on_persist_ready.
+//!
+//! on the `on_persisted(number)` callback (writer thread → raft loop's event channel):
+//! 8. node.on_persist_ready(number)
+//! 9. send every pending message list whose Ready number <= number
+//! 10. loop back to has_ready(): the commit index moves, raft has more to say.
+//! ```
+//!
+//! There is no `LightReady` in this flow: `advance_append_async` returns none, and what
+//! `advance` would have put in it (commit index, committed entries, messages) arrives in
+//! the next `Ready` after `on_persist_ready`. A conf change, once applied, is recorded
+//! with [`DurableStorage::set_conf_state`].
+//!
+//! # Restart
+//! [`DurableStorage::open`] returns the newest valid snapshot for the state machine to
+//! restore; its index is the applied index to give `raft::Config::applied`. The log
+//! after it is replayed by raft as committed entries.
+//!
+//! # Snapshots and compaction
+//! The state machine writes a snapshot at an applied index with
+//! [`DurableStorage::create_snapshot`], then calls [`DurableStorage::compact`] to drop
+//! cached entries up to it (or a little below, to spare slow followers a snapshot), and
+//! now and then [`DurableStorage::purge`] (`autopurge`) to delete old snapshot files and
+//! the log segments behind the oldest snapshot kept.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use protobuf::Message as _;
+use raft::prelude::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
+use raft::{GetEntriesContext, RaftState, StorageError};
+
+use crate::store::meta::{Durability, Meta, MetaError};
+use crate::store::snapshot::{LoadedSnapshot, SnapshotDir, SnapshotError};
+use crate::store::txnlog::{
+    self, AppendBatch, Durable, LogConfig, LogError, LogStats, LogWriter, OsDisk, Position,
+};
+
+/// Where and how the store keeps its files; from `zoo.cfg`.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// `dataDir`: snapshots and the meta database.
+    pub data_dir: PathBuf,
+    /// The txn log, in `dataLogDir`.
+    pub log: LogConfig,
+    /// This server's id; a data dir recorded for another id is refused.
+    pub node_id: u64,
+    /// The voters a brand-new data dir starts with; ignored once a conf state is
+    /// recorded. Empty for a server that joins an ensemble and learns it from a snapshot.
+    pub initial_conf_state: ConfState,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+    #[error("entries from index {first} would overwrite compacted entries (the log starts at {first_index})")]
+    OverwriteCompacted { first: u64, first_index: u64 },
+    #[error("entries from index {first} would leave a gap after the last entry, {last_index}")]
+    Gap { first: u64, last_index: u64 },
+    #[error("no entry at index {index} (the cache holds {first_index}..={last_index})")]
+    Unavailable {
+        index: u64,
+        first_index: u64,
+        last_index: u64,
+    },
+    #[error("cannot compact to index {index}: the newest snapshot is at {snapshot}")]
+    CompactPastSnapshot { index: u64, snapshot: u64 },
+    #[error("the snapshot at index {index} is not newer than the log's start ({compacted})")]
+    SnapshotOutOfDate { index: u64, compacted: u64 },
+}
+
+/// What [`DurableStorage::open`] found on disk.
+pub struct Opened {
+    pub storage: DurableStorage,
+    /// The snapshot to restore the state machine from; `None` for an empty data dir.
+    pub snapshot: Option<LoadedSnapshot>,
+    /// Newer snapshots that failed verification and were skipped, newest first: each was
+    /// logged at error level; surfaced for the operator as well.
+    pub rejected_snapshots: Vec<SnapshotError>,
+}
+
+/// A cheap, clonable handle on the durable raft state. The raft loop writes it; any
+/// thread may read it or write snapshots.
+#[derive(Clone)]
+pub struct DurableStorage {
+    core: Arc<RwLock<Core>>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    writer: LogWriter,
+    meta: Meta,
+    snapshots: SnapshotDir,
+}
+
+struct Core {
+    /// The entries after `compacted`: recovered from the log, or appended and queued for
+    /// the writer (raft reads them back before they are durable).
+    entries: VecDeque<Entry>,
+    /// The last entry no longer cached: raft asks for its term to match logs.
+    compacted: Position,
+    /// The newest hard state raft gave, durable or not yet.
+    hard_state: HardState,
+    conf_state: ConfState,
+    /// The newest snapshot on disk, which [`raft::Storage::snapshot`] serves.
+    snapshot: SnapshotMetadata,
+}
+
+impl Core {
+    fn first_index(&self) -> u64 {
+        self.compacted.index + 1
+    }
+
+    fn last_index(&self) -> u64 {
+        self.compacted.index + self.entries.len() as u64
+    }
+
+    fn term(&self, index: u64) -> Result<u64, StoreError> {
+        if index == self.compacted.index {
+            return Ok(self.compacted.term);
+        }
+        index
+            .checked_sub(self.first_index())
+            .and_then(|offset| self.entries.get(offset as usize))
+            .map(|e| e.term)
+            .ok_or(StoreError::Unavailable {
+                index,
+                first_index: self.first_index(),
+                last_index: self.last_index(),
+            })
+    }
+}
+
+impl DurableStorage {
+    /// Opens (or creates) the store and starts the log writer. `on_persisted` is called
+    /// on the writer thread with each `Ready` number made durable, in increasing order:
+    /// forward it to the raft loop for `RawNode::on_persist_ready`.
+    pub fn open(
+        config: StoreConfig,
+        mut on_persisted: impl FnMut(u64) + Send + 'static,
+    ) -> Result<Opened, StoreError> {
+        let meta = Meta::open(&config.data_dir.join("meta"))?;
+        meta.check_node_id(config.node_id)?;
+        let snapshots = SnapshotDir::open(&config.data_dir)?;
+        let newest = snapshots.load_newest_valid()?;
+        let recorded = meta.snapshot()?;
+        let (after, snapshot_metadata) = match &newest.snapshot {
+            Some(s) => (
+                Position {
+                    index: s.metadata.index,
+                    term: s.metadata.term,
+                },
+                s.metadata.clone(),
+            ),
+            None => (Position::default(), SnapshotMetadata::default()),
+        };
+        if let Some(recorded) = &recorded {
+            if recorded.index > after.index {
+                tracing::error!(
+                    "the newest snapshot written was at index {}, but the newest usable one \
+                     is at {}: recovering from it and the log after it",
+                    recorded.index,
+                    after.index
+                );
+            }
+        }
+        let mut hard_state = meta.hard_state()?.unwrap_or_default();
+        let mut flushed_vote = (hard_state.term, hard_state.vote);
+        let hook_meta = meta.clone();
+        let on_durable = Box::new(move |durable: Durable| {
+            if let Some(hs) = durable.hard_state {
+                let vote = (hs.term, hs.vote);
+                // Must flush a new term or vote before its Ready's messages go out.
+                let durability = if vote == flushed_vote {
+                    Durability::Background
+                } else {
+                    Durability::Flushed
+                };
+                hook_meta.set_hard_state(&hs, durability);
+                flushed_vote = vote;
+            }
+            on_persisted(durable.ready_number);
+        });
+        let (entries, writer) =
+            txnlog::open(Arc::new(OsDisk), config.log.clone(), after, on_durable)?;
+        let last_index = after.index + entries.len() as u64;
+
+        // A snapshot newer than the one meta recorded was installed (or written) just
+        // before a crash: its conf state is the one that goes with the log after it.
+        let snapshot_is_newer =
+            newest.snapshot.is_some() && recorded.as_ref().is_none_or(|r| r.index < after.index);
+        let conf_state = match (&newest.snapshot, meta.conf_state()?) {
+            (Some(s), _) if snapshot_is_newer => s.metadata.get_conf_state().clone(),
+            (_, Some(cs)) => cs,
+            (Some(s), None) => s.metadata.get_conf_state().clone(),
+            (None, None) => {
+                meta.set_conf_state(&config.initial_conf_state);
+                config.initial_conf_state.clone()
+            }
+        };
+        // The commit index is recorded lazily (see meta): it may lag, but never behind
+        // the snapshot, which only holds committed entries.
+        hard_state.term = hard_state.term.max(after.term);
+        hard_state.commit = hard_state.commit.max(after.index);
+        if hard_state.commit > last_index {
+            // Only forceSync=no can lose fsynced entries that the commit index covers.
+            tracing::warn!(
+                "the recorded commit index {} is past the end of the log at {last_index}: \
+                 entries were lost",
+                hard_state.commit
+            );
+            hard_state.commit = last_index;
+        }
+        let core = Core {
+            entries: entries.into(),
+            compacted: after,
+            hard_state,
+            conf_state,
+            snapshot: snapshot_metadata,
+        };
+        Ok(Opened {
+            storage: DurableStorage {
+                core: Arc::new(RwLock::new(core)),
+                shared: Arc::new(Shared {
+                    writer,
+                    meta,
+                    snapshots,
+                }),
+            },
+            snapshot: newest.snapshot,
+            rejected_snapshots: newest.rejected,
+        })
+    }
+
+    /// Step 4 of a `Ready`: caches `entries` (cutting a conflicting suffix first) and
+    /// queues them with the hard state for the log writer, which reports `ready_number`
+    /// once both are durable.
+    pub fn append(
+        &self,
+        ready_number: u64,
+        entries: Vec<Entry>,
+        hard_state: Option<HardState>,
+    ) -> Result<(), StoreError> {
+        let mut core = self.core.write();
+        if let Some(first) = entries.first().map(|e| e.index) {
+            if first < core.first_index() {
+                return Err(StoreError::OverwriteCompacted {
+                    first,
+                    first_index: core.first_index(),
+                });
+            }
+            if first > core.last_index() + 1 {
+                return Err(StoreError::Gap {
+                    first,
+                    last_index: core.last_index(),
+                });
+            }
+            let keep = (first - core.first_index()) as usize;
+            core.entries.truncate(keep);
+            core.entries.extend(entries.iter().cloned());
+        }
+        if let Some(hs) = &hard_state {
+            core.hard_state = hs.clone();
+        }
+        // Queued under the lock, so the writer sees appends in the cache's order.
+        self.shared.writer.submit(AppendBatch {
+            entries,
+            hard_state,
+            ready_number,
+        });
+        Ok(())
+    }
+
+    /// Step 2 of a `Ready` that carries a snapshot from the leader: writes it to
+    /// `dataDir`, records it, and replaces the log with an empty one that continues it.
+    /// The file and meta are durable on return; the log reset is queued before any later
+    /// append.
+    pub fn apply_snapshot(&self, snapshot: &Snapshot) -> Result<(), StoreError> {
+        let metadata = snapshot.get_metadata();
+        let index = metadata.index;
+        let compacted = self.core.read().compacted.index;
+        if index <= compacted {
+            return Err(StoreError::SnapshotOutOfDate { index, compacted });
+        }
+        self.shared
+            .snapshots
+            .create(metadata, |w| w.write_all(&snapshot.data))?;
+        self.shared.meta.set_snapshot(metadata);
+        self.shared.meta.set_conf_state(metadata.get_conf_state());
+        let after = Position {
+            index,
+            term: metadata.term,
+        };
+        let mut core = self.core.write();
+        core.entries.clear();
+        core.compacted = after;
+        core.conf_state = metadata.get_conf_state().clone();
+        core.snapshot = metadata.clone();
+        core.hard_state.term = core.hard_state.term.max(after.term);
+        core.hard_state.commit = core.hard_state.commit.max(index);
+        self.shared.writer.reset(after);
+        Ok(())
+    }
+
+    /// Records the conf state after a conf change is applied. Durable on return.
+    pub fn set_conf_state(&self, conf_state: ConfState) {
+        self.shared.meta.set_conf_state(&conf_state);
+        self.core.write().conf_state = conf_state;
+    }
+
+    /// Writes a snapshot of the state machine at the applied `index`: `conf_state` is the
+    /// configuration as of that index, `write_payload` serializes the state. Durable on
+    /// return; then [`raft::Storage::snapshot`] serves it. Doesn't hold the cache's lock
+    /// while the payload is written, so the raft loop goes on meanwhile.
+    pub fn create_snapshot(
+        &self,
+        index: u64,
+        conf_state: ConfState,
+        write_payload: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<SnapshotMetadata, StoreError> {
+        let term = self.core.read().term(index)?;
+        let metadata = SnapshotMetadata {
+            index,
+            term,
+            conf_state: Some(conf_state).into(),
+            ..Default::default()
+        };
+        self.shared.snapshots.create(&metadata, write_payload)?;
+        self.shared.meta.set_snapshot(&metadata);
+        let mut core = self.core.write();
+        if metadata.index > core.snapshot.index {
+            core.snapshot = metadata.clone();
+        }
+        Ok(metadata)
+    }
+
+    /// Drops cached entries up to `index`, which a snapshot must cover. Files are left
+    /// alone: see [`DurableStorage::purge`].
+    pub fn compact(&self, index: u64) -> Result<(), StoreError> {
+        let mut core = self.core.write();
+        if index > core.snapshot.index {
+            return Err(StoreError::CompactPastSnapshot {
+                index,
+                snapshot: core.snapshot.index,
+            });
+        }
+        if index <= core.compacted.index {
+            return Ok(());
+        }
+        let term = core.term(index)?;
+        let drop = (index - core.compacted.index) as usize;
+        core.entries.drain(..drop);
+        core.compacted = Position { index, term };
+        Ok(())
+    }
+
+    /// `autopurge`: keeps the newest `retain` snapshots (at least 3) and deletes the log
+    /// segments wholly behind the oldest of them, so any kept snapshot can still be
+    /// recovered from with the log after it.
+    pub fn purge(&self, retain: usize) -> Result<(), StoreError> {
+        let kept = self.shared.snapshots.purge(retain)?;
+        if let Some(oldest) = kept.first() {
+            self.shared.writer.purge(oldest.index);
+        }
+        Ok(())
+    }
+
+    /// The newest hard state raft gave, durable or not yet.
+    pub fn hard_state(&self) -> HardState {
+        self.core.read().hard_state.clone()
+    }
+
+    pub fn conf_state(&self) -> ConfState {
+        self.core.read().conf_state.clone()
+    }
+
+    /// The meta database, for the cluster id.
+    pub fn meta(&self) -> &Meta {
+        &self.shared.meta
+    }
+
+    /// The log writer's counters, for `mntr`.
+    pub fn log_stats(&self) -> &Arc<LogStats> {
+        self.shared.writer.stats()
+    }
+}
+
+fn raft_error(error: StoreError) -> raft::Error {
+    match error {
+        StoreError::Unavailable { .. } => raft::Error::Store(StorageError::Unavailable),
+        other => raft::Error::Store(StorageError::Other(Box::new(other))),
+    }
+}
+
+impl raft::Storage for DurableStorage {
+    fn initial_state(&self) -> raft::Result<RaftState> {
+        let core = self.core.read();
+        Ok(RaftState::new(
+            core.hard_state.clone(),
+            core.conf_state.clone(),
+        ))
+    }
+
+    /// Entries `[low, high)`, at least one and then as many as fit `max_size` (raft's
+    /// `limit_size` rule). All are in memory, so `context` never needs an async fetch.
+    fn entries(
+        &self,
+        low: u64,
+        high: u64,
+        max_size: impl Into<Option<u64>>,
+        _context: GetEntriesContext,
+    ) -> raft::Result<Vec<Entry>> {
+        let core = self.core.read();
+        if low < core.first_index() {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        if high > core.last_index() + 1 || low > high {
+            return Err(raft::Error::Store(StorageError::Unavailable));
+        }
+        let max_size = max_size.into().unwrap_or(raft::NO_LIMIT);
+        let first = core.first_index();
+        let range = (low - first) as usize..(high - first) as usize;
+        let mut size = 0u64;
+        let mut out = Vec::with_capacity(range.len().min(1024));
+        for entry in core.entries.range(range) {
+            size += u64::from(entry.compute_size());
+            if !out.is_empty() && size > max_size {
+                break;
+            }
+            out.push(entry.clone());
+        }
+        Ok(out)
+    }
+
+    fn term(&self, index: u64) -> raft::Result<u64> {
+        let core = self.core.read();
+        if index < core.compacted.index {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        core.term(index).map_err(raft_error)
+    }
+
+    fn first_index(&self) -> raft::Result<u64> {
+        Ok(self.core.read().first_index())
+    }
+
+    fn last_index(&self) -> raft::Result<u64> {
+        Ok(self.core.read().last_index())
+    }
+
+    /// The newest valid snapshot file. Read from disk on each call: raft asks only when a
+    /// follower is too far behind for the cached log.
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
+        let compacted = self.core.read().compacted.index;
+        let newest = self
+            .shared
+            .snapshots
+            .load_newest_valid()
+            .map_err(|e| raft::Error::Store(StorageError::Other(Box::new(e))))?;
+        match newest.snapshot {
+            Some(loaded)
+                if loaded.metadata.index >= request_index && loaded.metadata.index >= compacted =>
+            {
+                Ok(Snapshot {
+                    data: loaded.payload,
+                    metadata: Some(loaded.metadata).into(),
+                    ..Default::default()
+                })
+            }
+            other => {
+                tracing::warn!(
+                    "no snapshot for server {to}: it needs index {request_index} or later and \
+                     the log starts after {compacted}; the newest usable snapshot is at {:?}",
+                    other.map(|s| s.metadata.index)
+                );
+                Err(raft::Error::Store(
+                    StorageError::SnapshotTemporarilyUnavailable,
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
