@@ -286,13 +286,20 @@ const LOST_DATA: &[u8] = b"paddock:lost-data";
 const SNAPSHOT_CATCHUP_ENTRIES: u64 = 5_000;
 
 /// When to snapshot: every `snapCount` entries, the first threshold drawn at random
-/// from [snapCount/2, snapCount] (as ZooKeeper does) so servers spread their snapshots.
+/// from [snapCount/2, snapCount] (as ZooKeeper does) so servers spread their snapshots;
+/// or sooner once the entries since the last one pass `SNAP_SIZE_LIMIT` bytes, since the
+/// log behind the newest snapshot is also kept in memory.
 struct SnapshotPolicy {
     every: u64,
     last: u64,
     next_after: u64,
     in_progress: bool,
+    bytes_since: u64,
 }
+
+/// Bytes of log since the last snapshot that trigger a new one (ZooKeeper's
+/// `snapSizeLimitInKb` plays this part, with a 4 GiB default meant for a log on disk).
+const SNAP_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 
 impl SnapshotPolicy {
     fn new(snap_count: u64, applied: u64) -> Self {
@@ -306,17 +313,25 @@ impl SnapshotPolicy {
             last: applied,
             next_after: snap_count / 2 + jitter,
             in_progress: false,
+            bytes_since: 0,
         }
     }
 
+    fn applied_bytes(&mut self, bytes: u64) {
+        self.bytes_since = self.bytes_since.saturating_add(bytes);
+    }
+
     fn due(&self, applied: u64) -> bool {
-        !self.in_progress && applied.saturating_sub(self.last) >= self.next_after
+        !self.in_progress
+            && (applied.saturating_sub(self.last) >= self.next_after
+                || self.bytes_since >= SNAP_SIZE_LIMIT)
     }
 
     fn started(&mut self, index: u64) {
         self.in_progress = true;
         self.last = index;
         self.next_after = self.every;
+        self.bytes_since = 0;
     }
 
     fn written(&mut self, index: u64) {
@@ -521,6 +536,8 @@ impl<A: Applier> RaftLoop<A> {
             return;
         };
         let last_index = last.index;
+        let bytes: usize = entries.iter().map(|e| e.data.len()).sum();
+        self.snapshots.applied_bytes(bytes as u64);
         let normal: Vec<Entry> = entries
             .into_iter()
             .filter(|e| e.get_entry_type() == EntryType::EntryNormal && !e.data.is_empty())
