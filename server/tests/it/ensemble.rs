@@ -413,3 +413,29 @@ fn a_wiped_follower_catches_up_through_a_snapshot() {
     let mut check = RawClient::connect(ensemble.servers[follower].addr);
     assert!(exists(&mut check, 1, "/s599"));
 }
+
+#[test]
+fn a_session_that_moves_to_another_server_leaves_its_old_connection() {
+    let ensemble = Ensemble::start(3, 0);
+    let (mut first, session) =
+        RawClient::handshake(ensemble.servers[0].addr, &RawClient::new_session())
+            .expect("handshake");
+    assert_eq!(
+        create(&mut first, 1, "/moved", CreateMode::Ephemeral),
+        ErrorCode::Ok
+    );
+    let (mut second, moved) = RawClient::handshake(
+        ensemble.servers[1].addr,
+        &ConnectRequest {
+            session_id: session.session_id,
+            passwd: session.passwd.clone(),
+            ..RawClient::new_session()
+        },
+    )
+    .expect("handshake");
+    assert_eq!(moved.session_id, session.session_id);
+    // Server 0 closes the stale connection once the move is applied there.
+    assert!(read_frame(&mut first.stream).is_none());
+    // The session, and its ephemeral node, carry on through server 1.
+    assert!(exists(&mut second, 1, "/moved"));
+}
