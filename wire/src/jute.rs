@@ -278,6 +278,38 @@ impl<T: Record> Record for Vec<T> {
     }
 }
 
+/// Declares a fieldless enum carried on the wire as an int, with `from_i32` (an unknown
+/// value is a decode error naming `$field`) and `as_i32`.
+#[macro_export]
+macro_rules! int_enum {
+    ($(#[$meta:meta])* pub enum $name:ident ($field:literal) {
+        $($(#[$vmeta:meta])* $variant:ident = $value:literal,)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(i32)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant = $value,)*
+        }
+
+        impl $name {
+            pub fn from_i32(value: i32) -> Result<Self, $crate::error::DecodeError> {
+                match value {
+                    $($value => Ok($name::$variant),)*
+                    other => Err($crate::error::DecodeError::InvalidValue {
+                        field: $field,
+                        value: other.into(),
+                    }),
+                }
+            }
+
+            pub fn as_i32(self) -> i32 {
+                self as i32
+            }
+        }
+    };
+}
+
 /// Declares a struct whose jute encoding is its fields in order, as `zookeeper.jute`
 /// declares records.
 #[macro_export]

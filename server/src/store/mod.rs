@@ -40,3 +40,17 @@ pub(crate) fn crc32c(bytes: &[u8]) -> u32 {
 pub(crate) fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
     crc32c::crc32c_append(crc, bytes)
 }
+
+/// The little-endian u32 at `at`; callers have checked the length.
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_le_bytes(word)
+}
+
+/// The little-endian u64 at `at`; callers have checked the length.
+pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}

@@ -28,6 +28,7 @@
 //! than 3, so that a corrupt newest snapshot still leaves older ones to fall back to
 //! ([`SnapshotDir::load_newest_valid`]); the txn log is kept from the oldest of them on.
 
+use crate::store::{u32_at, u64_at};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -397,18 +398,6 @@ impl<W: Write> Write for ChecksumWriter<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush().map_err(|e| self.failed(e))
     }
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(word)
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(word)
 }
 
 #[cfg(test)]

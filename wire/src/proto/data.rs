@@ -1,7 +1,7 @@
 //! The data records: `Stat`, `Id`, `ACL`, create modes and `ClientInfo`.
 
 use crate::error::DecodeError;
-use crate::jute_record;
+use crate::{int_enum, jute_record};
 
 jute_record! {
     /// A znode's metadata, as every read and write reply reports it.
@@ -98,40 +98,26 @@ impl Acl {
     }
 }
 
-/// How a node is created: the `flags` of a create request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum CreateMode {
-    Persistent = 0,
-    Ephemeral = 1,
-    PersistentSequential = 2,
-    EphemeralSequential = 3,
-    Container = 4,
-    PersistentWithTtl = 5,
-    PersistentSequentialWithTtl = 6,
+int_enum! {
+    /// How a node is created: the `flags` of a create request.
+    pub enum CreateMode ("create flags") {
+        Persistent = 0,
+        Ephemeral = 1,
+        PersistentSequential = 2,
+        EphemeralSequential = 3,
+        Container = 4,
+        PersistentWithTtl = 5,
+        PersistentSequentialWithTtl = 6,
+    }
 }
 
 impl CreateMode {
     pub fn from_flags(flags: i32) -> Result<Self, DecodeError> {
-        Ok(match flags {
-            0 => CreateMode::Persistent,
-            1 => CreateMode::Ephemeral,
-            2 => CreateMode::PersistentSequential,
-            3 => CreateMode::EphemeralSequential,
-            4 => CreateMode::Container,
-            5 => CreateMode::PersistentWithTtl,
-            6 => CreateMode::PersistentSequentialWithTtl,
-            other => {
-                return Err(DecodeError::InvalidValue {
-                    field: "create flags",
-                    value: other.into(),
-                })
-            }
-        })
+        Self::from_i32(flags)
     }
 
     pub fn flags(self) -> i32 {
-        self as i32
+        self.as_i32()
     }
 
     pub fn is_ephemeral(self) -> bool {

@@ -4,74 +4,33 @@ use bytes::BytesMut;
 
 use crate::error::DecodeError;
 use crate::jute::{write_i32, write_ustring, Reader, Record};
-use crate::jute_record;
+use crate::{int_enum, jute_record};
 
-/// What happened to a watched node (`Watcher.Event.EventType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum EventType {
-    /// A change of session state rather than of a node.
-    None = -1,
-    NodeCreated = 1,
-    NodeDeleted = 2,
-    NodeDataChanged = 3,
-    NodeChildrenChanged = 4,
-    DataWatchRemoved = 5,
-    ChildWatchRemoved = 6,
-    PersistentWatchRemoved = 7,
-}
-
-impl EventType {
-    pub fn from_i32(value: i32) -> Result<Self, DecodeError> {
-        Ok(match value {
-            -1 => EventType::None,
-            1 => EventType::NodeCreated,
-            2 => EventType::NodeDeleted,
-            3 => EventType::NodeDataChanged,
-            4 => EventType::NodeChildrenChanged,
-            5 => EventType::DataWatchRemoved,
-            6 => EventType::ChildWatchRemoved,
-            7 => EventType::PersistentWatchRemoved,
-            other => {
-                return Err(DecodeError::InvalidValue {
-                    field: "event type",
-                    value: other.into(),
-                })
-            }
-        })
+int_enum! {
+    /// What happened to a watched node (`Watcher.Event.EventType`).
+    pub enum EventType ("event type") {
+        /// A change of session state rather than of a node.
+        None = -1,
+        NodeCreated = 1,
+        NodeDeleted = 2,
+        NodeDataChanged = 3,
+        NodeChildrenChanged = 4,
+        DataWatchRemoved = 5,
+        ChildWatchRemoved = 6,
+        PersistentWatchRemoved = 7,
     }
 }
 
-/// The session's state as an event reports it (`Watcher.Event.KeeperState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum KeeperState {
-    Disconnected = 0,
-    SyncConnected = 3,
-    AuthFailed = 4,
-    ConnectedReadOnly = 5,
-    SaslAuthenticated = 6,
-    Closed = 7,
-    Expired = -112,
-}
-
-impl KeeperState {
-    pub fn from_i32(value: i32) -> Result<Self, DecodeError> {
-        Ok(match value {
-            0 => KeeperState::Disconnected,
-            3 => KeeperState::SyncConnected,
-            4 => KeeperState::AuthFailed,
-            5 => KeeperState::ConnectedReadOnly,
-            6 => KeeperState::SaslAuthenticated,
-            7 => KeeperState::Closed,
-            -112 => KeeperState::Expired,
-            other => {
-                return Err(DecodeError::InvalidValue {
-                    field: "keeper state",
-                    value: other.into(),
-                })
-            }
-        })
+int_enum! {
+    /// The session's state as an event reports it (`Watcher.Event.KeeperState`).
+    pub enum KeeperState ("keeper state") {
+        Disconnected = 0,
+        SyncConnected = 3,
+        AuthFailed = 4,
+        ConnectedReadOnly = 5,
+        SaslAuthenticated = 6,
+        Closed = 7,
+        Expired = -112,
     }
 }
 
@@ -99,55 +58,24 @@ impl Record for WatcherEvent {
     }
 }
 
-/// The mode of `addWatch`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum AddWatchMode {
-    /// Fires on every data change and child change of the node, until removed.
-    Persistent = 0,
-    /// Fires on every change to the node or any node below it, until removed.
-    PersistentRecursive = 1,
-}
-
-impl AddWatchMode {
-    pub fn from_i32(value: i32) -> Result<Self, DecodeError> {
-        match value {
-            0 => Ok(AddWatchMode::Persistent),
-            1 => Ok(AddWatchMode::PersistentRecursive),
-            other => Err(DecodeError::InvalidValue {
-                field: "add watch mode",
-                value: other.into(),
-            }),
-        }
+int_enum! {
+    /// The mode of `addWatch`.
+    pub enum AddWatchMode ("add watch mode") {
+        /// Fires on every data change and child change of the node, until removed.
+        Persistent = 0,
+        /// Fires on every change to the node or any node below it, until removed.
+        PersistentRecursive = 1,
     }
 }
 
-/// Which watches `checkWatches` / `removeWatches` address (`Watcher.WatcherType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum WatcherType {
-    Children = 1,
-    Data = 2,
-    Any = 3,
-    Persistent = 4,
-    PersistentRecursive = 5,
-}
-
-impl WatcherType {
-    pub fn from_i32(value: i32) -> Result<Self, DecodeError> {
-        Ok(match value {
-            1 => WatcherType::Children,
-            2 => WatcherType::Data,
-            3 => WatcherType::Any,
-            4 => WatcherType::Persistent,
-            5 => WatcherType::PersistentRecursive,
-            other => {
-                return Err(DecodeError::InvalidValue {
-                    field: "watcher type",
-                    value: other.into(),
-                })
-            }
-        })
+int_enum! {
+    /// Which watches `checkWatches` / `removeWatches` address (`Watcher.WatcherType`).
+    pub enum WatcherType ("watcher type") {
+        Children = 1,
+        Data = 2,
+        Any = 3,
+        Persistent = 4,
+        PersistentRecursive = 5,
     }
 }
 

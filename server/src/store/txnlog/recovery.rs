@@ -163,9 +163,9 @@ pub(super) fn recover(disk: &dyn Disk, dir: &Path, after: Position) -> Result<Re
             }
             None => {}
         }
-        let scanned = scan(&file, header);
+        let mut scanned = scan(&file, header);
         let mut torn = false;
-        if let Some((offset, damage)) = scanned.damage {
+        if let Some((offset, damage)) = scanned.damage.take() {
             let expected = header.first_index + scanned.entries.len() as u64;
             if is_last && is_torn(&file, offset, &damage, expected) {
                 tracing::warn!(
@@ -197,12 +197,7 @@ pub(super) fn recover(disk: &dyn Disk, dir: &Path, after: Position) -> Result<Re
             open = Some(OpenSegment {
                 path: seg.path.clone(),
                 header,
-                records: scanned
-                    .offsets
-                    .iter()
-                    .zip(&scanned.entries)
-                    .map(|(&offset, e)| (offset, e.term))
-                    .collect(),
+                records: scanned.record_terms(),
                 end: scanned.end,
                 file_len: file.len() as u64,
                 torn,

@@ -44,6 +44,7 @@
 //! (`set_len` down, fsync, `set_len` back up, so the cut region reads as zeros) and goes
 //! on appending there.
 
+use crate::store::{u32_at, u64_at};
 use bytes::Bytes;
 use protobuf::ProtobufEnum;
 use raft::prelude::{Entry, EntryType};
@@ -280,6 +281,18 @@ pub struct Scan {
     pub damage: Option<(u64, Damage)>,
 }
 
+impl Scan {
+    /// Each good record's file offset and its entry's term: what a segment remembers so
+    /// it can be cut at any entry later.
+    pub fn record_terms(&self) -> Vec<(u64, u64)> {
+        self.offsets
+            .iter()
+            .zip(&self.entries)
+            .map(|(&offset, e)| (offset, e.term))
+            .collect()
+    }
+}
+
 /// Reads a segment's records from its header on, up to the end or the first damage.
 pub fn scan(file: &[u8], header: Header) -> Scan {
     let mut scan = Scan {
@@ -320,18 +333,6 @@ pub fn scan(file: &[u8], header: Header) -> Scan {
 
 pub fn is_zero(bytes: &[u8]) -> bool {
     bytes.iter().all(|&b| b == 0)
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(word)
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(word)
 }
 
 #[cfg(test)]

@@ -315,12 +315,7 @@ impl Dir {
             first_index: header.first_index,
             prev_term: header.prev_term,
             file,
-            records: scanned
-                .offsets
-                .iter()
-                .zip(&scanned.entries)
-                .map(|(&offset, e)| (offset, e.term))
-                .collect(),
+            records: scanned.record_terms(),
             end: scanned.end,
             allocated: bytes.len() as u64,
         }
