@@ -41,6 +41,20 @@ pub(crate) fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
     crc32c::crc32c_append(crc, bytes)
 }
 
+/// The index in a file name `<prefix><16 lower-case hex digits>` (how the log segments
+/// and snapshots are named, so that names sort by index); `None` for any other name.
+pub(crate) fn parse_hex_name(name: &str, prefix: &str) -> Option<u64> {
+    let hex = name.strip_prefix(prefix)?;
+    if hex.len() != 16
+        || !hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
 /// The little-endian u32 at `at`; callers have checked the length.
 pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
     let mut word = [0u8; 4];

@@ -127,15 +127,7 @@ pub fn snapshot_name(index: u64) -> String {
 }
 
 fn parse_snapshot_name(name: &str) -> Option<u64> {
-    let hex = name.strip_prefix("snapshot.")?;
-    if hex.len() != 16
-        || !hex
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
-        return None;
-    }
-    u64::from_str_radix(hex, 16).ok()
+    crate::store::parse_hex_name(name, "snapshot.")
 }
 
 impl SnapshotDir {

@@ -79,15 +79,7 @@ pub fn segment_name(first_index: u64) -> String {
 /// The first index a segment's file name promises, or `None` for a name that is not a
 /// segment's.
 pub fn parse_segment_name(name: &str) -> Option<u64> {
-    let hex = name.strip_prefix("log.")?;
-    if hex.len() != 16
-        || !hex
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
-        return None;
-    }
-    u64::from_str_radix(hex, 16).ok()
+    crate::store::parse_hex_name(name, "log.")
 }
 
 pub fn encode_header(header: Header) -> [u8; HEADER_LEN as usize] {
