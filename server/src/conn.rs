@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use paddock_wire::codec::{write_frame, FrameError};
@@ -109,15 +109,21 @@ enum Pending {
         xid: i32,
         op: OpCode,
         rx: oneshot::Receiver<Applied>,
+        arrived: Instant,
     },
     /// A `sync`: answered with its path once the barrier holds.
     Sync {
         xid: i32,
         path: String,
         rx: oneshot::Receiver<Applied>,
+        arrived: Instant,
     },
     /// A read (or other local request) behind a pending write of this session.
-    Local { xid: i32, request: Request },
+    Local {
+        xid: i32,
+        request: Request,
+        arrived: Instant,
+    },
     /// Refused before it went anywhere; answered in its turn.
     Rejected { xid: i32, code: ErrorCode },
 }
@@ -279,16 +285,16 @@ impl Conn {
                 applied = head_write(&mut self.queue) => {
                     self.drain_notifications(&mut outbound)?;
                     match self.queue.pop_front() {
-                        Some(Pending::Write { xid, op, .. }) => {
-                            self.push_applied(xid, applied.zxid, applied.result)?;
+                        Some(Pending::Write { xid, op, arrived, .. }) => {
+                            self.push_applied(xid, arrived, applied.zxid, applied.result)?;
                             if op == OpCode::CloseSession {
                                 self.flush().await?;
                                 return Ok(());
                             }
                         }
-                        Some(Pending::Sync { xid, path, .. }) => {
+                        Some(Pending::Sync { xid, path, arrived, .. }) => {
                             let result = applied.result.map(|_| Response::Sync { path });
-                            self.push_applied(xid, applied.zxid, result)?;
+                            self.push_applied(xid, arrived, applied.zxid, result)?;
                         }
                         _ => {}
                     }
@@ -330,6 +336,7 @@ impl Conn {
             }
         };
         let op = request.op_code();
+        let arrived = Instant::now();
         if data_len(&request)
             > self
                 .shared
@@ -351,6 +358,7 @@ impl Conn {
                 xid: header.xid,
                 path: sync.path,
                 rx,
+                arrived,
             });
         } else if op.is_write() {
             let rx = self.shared.propose_client_write(
@@ -363,11 +371,13 @@ impl Conn {
                 xid: header.xid,
                 op,
                 rx,
+                arrived,
             });
         } else {
             self.queue.push_back(Pending::Local {
                 xid: header.xid,
                 request,
+                arrived,
             });
             self.run_ready_locals(outbound)?;
         }
@@ -383,8 +393,12 @@ impl Conn {
             self.queue.front(),
             Some(Pending::Local { .. } | Pending::Rejected { .. })
         ) {
-            let (xid, request) = match self.queue.pop_front() {
-                Some(Pending::Local { xid, request }) => (xid, request),
+            let (xid, request, arrived) = match self.queue.pop_front() {
+                Some(Pending::Local {
+                    xid,
+                    request,
+                    arrived,
+                }) => (xid, request, arrived),
                 Some(Pending::Rejected { xid, code }) => {
                     self.push_error(xid, code)?;
                     continue;
@@ -396,7 +410,7 @@ impl Conn {
             for event in &outcome.events {
                 self.push_notification(outcome.zxid, event)?;
             }
-            self.push_applied(xid, outcome.zxid, outcome.result)?;
+            self.push_applied(xid, arrived, outcome.zxid, outcome.result)?;
         }
         Ok(())
     }
@@ -461,13 +475,17 @@ impl Conn {
         Ok(())
     }
 
+    /// Writes a request's reply and records how long the request took.
     fn push_applied(
         &mut self,
         xid: i32,
+        arrived: Instant,
         zxid: i64,
         result: Result<Response, ErrorCode>,
     ) -> Result<(), ConnError> {
         self.shared.metrics.packet_sent();
+        let millis = u64::try_from(arrived.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.shared.metrics.request_latency(millis);
         let (err, body) = match result {
             Ok(body) => (ErrorCode::Ok, Some(body)),
             Err(code) => (code, None),

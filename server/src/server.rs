@@ -148,10 +148,6 @@ impl Shared {
             .unwrap_or(0)
     }
 
-    pub fn proposer(&self) -> &Proposer {
-        &self.proposer
-    }
-
     /// Clamps a requested session timeout into [min, max], as ZooKeeper does.
     pub fn negotiate_timeout(&self, requested: i32) -> i32 {
         let min = millis(self.settings.min_session_timeout);

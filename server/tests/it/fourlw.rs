@@ -28,6 +28,18 @@ fn four_letter_words_answer_in_zookeepers_formats() {
         assert!(mntr.contains(key), "{key} missing from:\n{mntr}");
     }
     assert!(answer("envi").contains("zookeeper.version=3.8.0-paddock"));
+    // Requests are counted.
+    let mut client = crate::support::RawClient::connect(server.addr);
+    let exists = paddock_wire::Request::Exists(paddock_wire::WatchedPathRequest {
+        path: "/".into(),
+        watch: false,
+    });
+    client.call(1, &exists);
+    let srvr = answer("srvr");
+    assert!(
+        srvr.contains("Received: 1\n") && srvr.contains("Sent: 1\n"),
+        "{srvr}"
+    );
     assert!(answer("wchs").contains("connections watching"));
     assert!(answer("conf").contains(&format!("clientPort={}", server.addr.port())));
 }
