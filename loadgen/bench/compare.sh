@@ -26,14 +26,22 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# N distinct free ports, held together while chosen so none comes out twice.
+free_ports() {
+    python3 -c '
+import socket, sys
+held = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in held: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
+}
 
 # start_ensemble KIND -> sets $hosts and $server_pids
 start_ensemble() {
     local kind=$1 lines="" ports=() i
+    local all=($(free_ports 9))
     for i in 1 2 3; do
-        lines+="server.$i=127.0.0.1:$(free_port):$(free_port)"$'\n'
-        ports+=("$(free_port)")
+        lines+="server.$i=127.0.0.1:${all[$((3*i-3))]}:${all[$((3*i-2))]}"$'\n'
+        ports+=("${all[$((3*i-1))]}")
     done
     server_pids=()
     hosts=""

@@ -138,8 +138,9 @@ rm -rf "$dir""#;
 
 /// A ZooKeeper ensemble of `n` servers on loopback ports.
 pub fn start_ensemble(n: usize) -> Vec<ZkServer> {
+    let ports = free_ports(3 * n);
     let peers: Vec<(PathBuf, u16, u16, u16)> = (0..n)
-        .map(|_| (temp_dir(), free_port(), free_port(), free_port()))
+        .map(|i| (temp_dir(), ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]))
         .collect();
     let members: String = peers
         .iter()
@@ -209,8 +210,17 @@ fn paddock_binary() -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
+    free_ports(1)[0]
+}
+
+/// `n` distinct free ports: held together while chosen, so none is handed out twice.
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("local addr").port())
+        .collect()
 }
 
 pub fn four_letter(addr: &str, word: &str) -> Option<String> {

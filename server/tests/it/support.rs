@@ -20,10 +20,18 @@ pub const ZOOKEEPER_HOME: &str = "/usr/share/zookeeper";
 
 /// A port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    free_ports(1)[0]
+}
+
+/// `n` distinct ports that were free a moment ago: all are held at once while they are
+/// chosen, so the system cannot hand the same one out twice.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("local addr").port())
+        .collect()
 }
 
 /// A server process under test.
@@ -165,7 +173,11 @@ impl Ensemble {
     /// [`Ensemble::start`] with extra zoo.cfg lines for every server.
     pub fn start_with(participants: usize, observers: usize, extra: &str) -> Ensemble {
         let count = participants + observers;
-        let peer_ports: Vec<(u16, u16)> = (0..count).map(|_| (free_port(), free_port())).collect();
+        // Peer, election and client ports for every server, all distinct.
+        let ports = free_ports(3 * count);
+        let peer_ports: Vec<(u16, u16)> = (0..count)
+            .map(|i| (ports[3 * i], ports[3 * i + 1]))
+            .collect();
         let server_lines: String = peer_ports
             .iter()
             .enumerate()
@@ -177,7 +189,7 @@ impl Ensemble {
         let children: Vec<_> = (0..count)
             .map(|i| {
                 let dir = tempfile::tempdir().expect("tempdir");
-                let port = free_port();
+                let port = ports[3 * i + 2];
                 let data = dir.path().join("data");
                 std::fs::create_dir_all(&data).expect("data dir");
                 std::fs::write(data.join("myid"), format!("{}\n", i + 1)).expect("myid");
