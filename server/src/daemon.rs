@@ -59,7 +59,8 @@ impl Daemon {
         let (proposer, proposals) = consensus::channel();
         let status = Arc::new(Status::default());
         let shared = Arc::new(Shared::new(settings, proposer.clone(), status.clone()));
-        let opened = open_store(config, &proposer)?;
+        let consensus_config = consensus_config(config);
+        let opened = open_store(config, &consensus_config, &proposer)?;
         let applied = opened.snapshot.as_ref().map_or(0, |s| s.metadata.index);
         if let Some(snapshot) = opened.snapshot {
             let image = Image::read_from(snapshot.payload).map_err(|e| {
@@ -88,7 +89,7 @@ impl Daemon {
         let consensus = Consensus::start(
             ConsensusConfig {
                 applied,
-                ..consensus_config(config)
+                ..consensus_config
             },
             proposals,
             proposer,
@@ -148,12 +149,15 @@ fn consensus_config(config: &Config) -> ConsensusConfig {
 }
 
 /// Opens (or creates) the txn log in dataLogDir and snapshots and raft state in dataDir.
-fn open_store(config: &Config, proposer: &Proposer) -> anyhow::Result<Opened> {
+fn open_store(
+    config: &Config,
+    consensus: &ConsensusConfig,
+    proposer: &Proposer,
+) -> anyhow::Result<Opened> {
     for dir in [&config.data_dir, &config.data_log_dir] {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     }
-    let consensus = consensus_config(config);
     let mut log = LogConfig::new(&config.data_log_dir);
     log.pre_alloc_size = config.pre_alloc_size;
     log.max_batch_entries = u64::from(config.group_commit_max_entries);
@@ -166,7 +170,10 @@ fn open_store(config: &Config, proposer: &Proposer) -> anyhow::Result<Opened> {
             data_dir: config.data_dir.clone(),
             log,
             node_id: config.server_id,
-            initial_conf_state: ConfState::from((consensus.voters, consensus.learners)),
+            initial_conf_state: ConfState::from((
+                consensus.voters.clone(),
+                consensus.learners.clone(),
+            )),
         },
         proposer.persisted_hook(),
     )

@@ -140,7 +140,10 @@ impl Shared {
             .map(|entries| {
                 entries
                     .flatten()
-                    .filter(|e| e.file_name().to_string_lossy().starts_with("snapshot."))
+                    .filter(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        name.starts_with("snapshot.") && !name.ends_with(".tmp")
+                    })
                     .filter_map(|e| e.metadata().ok())
                     .map(|m| m.len())
                     .sum()

@@ -243,7 +243,9 @@ fn a_corrupt_newest_snapshot_falls_back_to_an_older_one() {
             .map(|e| e.path())
             .filter(|p| {
                 p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("snapshot."))
+                    .map(|n| n.to_string_lossy().into_owned())
+                    // Finished snapshots only: one being written is `snapshot.<index>.tmp`.
+                    .is_some_and(|n| n.starts_with("snapshot.") && !n.ends_with(".tmp"))
             })
             .collect();
         snapshots.sort();

@@ -7,19 +7,12 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use raft::prelude::{ConfState, Entry, EntryType, HardState, Message, MessageType, Snapshot};
+use raft::prelude::{ConfState, EntryType, HardState, Message, MessageType, Snapshot};
 use raft::{GetEntriesContext, RawNode, StateRole, Storage as _};
 
 use super::*;
 
-fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
-    Entry {
-        index,
-        term,
-        data: Bytes::copy_from_slice(data),
-        ..Default::default()
-    }
-}
+use crate::store::txnlog::tests::entry;
 
 fn config(root: &Path, node_id: u64) -> StoreConfig {
     let mut log = LogConfig::new(root.join("log"));

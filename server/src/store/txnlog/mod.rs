@@ -18,7 +18,7 @@ mod bench;
 #[cfg(test)]
 mod sim;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::path::PathBuf;
 use std::sync::Arc;

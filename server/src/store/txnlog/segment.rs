@@ -331,14 +331,7 @@ pub fn is_zero(bytes: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
-        Entry {
-            index,
-            term,
-            data: Bytes::copy_from_slice(data),
-            ..Default::default()
-        }
-    }
+    use crate::store::txnlog::tests::entry;
 
     #[test]
     fn names_sort_in_log_order_and_parse_back() {

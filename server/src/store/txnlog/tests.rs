@@ -12,7 +12,8 @@ use super::segment::{segment_name, HEADER_LEN, SECTOR};
 use super::sim::{Rng, SimDisk};
 use super::*;
 
-pub fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
+/// A normal entry for tests, shared by the store's test modules.
+pub(crate) fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
     Entry {
         index,
         term,
