@@ -128,9 +128,6 @@ enum Pending {
     Rejected { xid: i32, code: ErrorCode },
 }
 
-/// The header allowance ZooKeeper adds to jute.maxbuffer for a frame.
-const FRAME_ALLOWANCE: usize = 1024;
-
 /// The znode data a write carries, all ops of a multi together.
 fn data_len(request: &Request) -> usize {
     match request {
@@ -337,13 +334,7 @@ impl Conn {
         };
         let op = request.op_code();
         let arrived = Instant::now();
-        if data_len(&request)
-            > self
-                .shared
-                .settings
-                .max_frame
-                .saturating_sub(FRAME_ALLOWANCE)
-        {
+        if data_len(&request) > self.shared.settings.jute_max_buffer {
             // Data over jute.maxbuffer could be stored but never read back.
             self.queue.push_back(Pending::Rejected {
                 xid: header.xid,

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use tokio::net::TcpListener;
 
+use paddock_wire::codec::FRAME_ALLOWANCE;
 use raft::prelude::ConfState;
 
 use crate::config::{Autopurge, Config, Ensemble};
@@ -30,7 +31,8 @@ pub fn settings(config: &Config) -> Settings {
         max_session_timeout: config.max_session_timeout,
         max_client_cnxns: config.max_client_cnxns.map_or(0, |n| n.get() as usize),
         global_outstanding_limit: config.global_outstanding_limit as usize,
-        max_frame: config.jute_max_buffer as usize + 1024,
+        jute_max_buffer: config.jute_max_buffer as usize,
+        max_frame: config.jute_max_buffer as usize + FRAME_ALLOWANCE,
         extended_types: config.extended_types_enabled,
         super_digest: config
             .super_digest

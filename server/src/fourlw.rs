@@ -176,7 +176,7 @@ fn conf(shared: &Shared) -> String {
         s.min_session_timeout.as_millis(),
         s.max_session_timeout.as_millis(),
         s.global_outstanding_limit,
-        s.max_frame.saturating_sub(1024),
+        s.jute_max_buffer,
     )
 }
 

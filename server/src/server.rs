@@ -56,6 +56,9 @@ pub struct Settings {
     pub max_session_timeout: Duration,
     pub max_client_cnxns: usize,
     pub global_outstanding_limit: usize,
+    /// `jute.maxbuffer`: the most znode data a write may carry.
+    pub jute_max_buffer: usize,
+    /// The largest frame: `jute.maxbuffer` plus ZooKeeper's header allowance.
     pub max_frame: usize,
     pub extended_types: bool,
     pub super_digest: Option<String>,

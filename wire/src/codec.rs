@@ -6,9 +6,15 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::jute::Record;
 
-/// ZooKeeper's default `jute.maxbuffer` (0xfffff) plus the 1 KiB header allowance of
-/// `zookeeper.jute.maxbuffer.extrasize`, which ZooKeeper adds when checking a length.
-pub const DEFAULT_MAX_FRAME: usize = 0xfffff + 1024;
+/// ZooKeeper's default `jute.maxbuffer`: the largest znode data.
+pub const DEFAULT_JUTE_MAX_BUFFER: usize = 0xfffff;
+
+/// The header allowance of `zookeeper.jute.maxbuffer.extrasize`, which ZooKeeper adds to
+/// `jute.maxbuffer` when checking a frame's length.
+pub const FRAME_ALLOWANCE: usize = 1024;
+
+/// The largest frame by default: `jute.maxbuffer` plus the header allowance.
+pub const DEFAULT_MAX_FRAME: usize = DEFAULT_JUTE_MAX_BUFFER + FRAME_ALLOWANCE;
 
 /// Why a frame could not be read or written.
 #[derive(Debug, thiserror::Error)]
