@@ -27,8 +27,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Decoder;
 
 use crate::fourlw;
+use crate::monotonic::AtomicInstant;
 use crate::query::Outcome;
-use crate::server::{ConnId, Outbound, Reattach, Shared};
+use crate::server::{ConnId, Outbound, Reattach, Shared, WriteSlot};
 use crate::session::Caller;
 use crate::wait::Applied;
 
@@ -54,6 +55,13 @@ pub enum ConnError {
     SessionClosed,
     #[error("server shutting down")]
     Shutdown,
+    /// A write's (or sync's) outcome is unknown: its proposal was lost, or the session
+    /// refused it because an earlier write of this connection was. ZooKeeper never
+    /// answers that with a reply: the connection closes, so the client learns that
+    /// everything it had in flight has an unknown outcome, and no later write of the
+    /// connection runs after a skipped one.
+    #[error("a write's outcome is unknown (lost proposal); closing")]
+    WriteLost,
 }
 
 pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
@@ -69,6 +77,8 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         out: BytesMut::with_capacity(4096),
         codec: FrameCodec::new(shared.settings.max_frame),
         session_id: 0,
+        heard: Arc::new(AtomicInstant::default()),
+        next_write_seq: 1,
         caller: Caller::for_peer(peer),
         queue: VecDeque::new(),
         closing: None,
@@ -95,6 +105,11 @@ struct Conn {
     out: BytesMut,
     codec: FrameCodec,
     session_id: i64,
+    /// When the client was last heard from: the liveness reports read it.
+    heard: Arc<AtomicInstant>,
+    /// The sequence number of this connection's next write (0 is the txn that made it
+    /// the session's holder).
+    next_write_seq: u64,
     caller: Caller,
     queue: VecDeque<Pending>,
     /// Set when the connection must close once its replies are written (a failed
@@ -215,7 +230,11 @@ impl Conn {
         }
         let response = if request.session_id == 0 {
             let timeout = self.shared.negotiate_timeout(request.timeout);
-            match self.shared.create_session(timeout, &self.caller).await {
+            match self
+                .shared
+                .create_session(self.id, timeout, &self.caller)
+                .await
+            {
                 Ok((session_id, passwd)) => ConnectResponse {
                     protocol_version: 0,
                     timeout,
@@ -234,7 +253,7 @@ impl Conn {
         } else {
             match self
                 .shared
-                .reattach_session(request.session_id, &request.passwd)
+                .reattach_session(self.id, request.session_id, &request.passwd)
                 .await
             {
                 Ok(timeout) => ConnectResponse {
@@ -259,7 +278,10 @@ impl Conn {
             return Err(ConnError::Refused("session expired or wrong password"));
         }
         self.session_id = response.session_id;
-        self.shared.conns.attach(self.id, self.session_id, outbound);
+        self.heard.store(Instant::now());
+        self.shared
+            .conns
+            .attach(self.id, self.session_id, outbound, self.heard.clone());
         Ok(())
     }
 
@@ -280,6 +302,10 @@ impl Conn {
                     }
                 },
                 applied = head_write(&mut self.queue) => {
+                    if applied.result == Err(ErrorCode::ConnectionLoss) {
+                        self.flush().await?;
+                        return Err(ConnError::WriteLost);
+                    }
                     self.drain_notifications(&mut outbound)?;
                     match self.queue.pop_front() {
                         Some(Pending::Write { xid, op, arrived, .. }) => {
@@ -321,7 +347,7 @@ impl Conn {
         outbound: &mut mpsc::UnboundedReceiver<Outbound>,
     ) -> Result<(), ConnError> {
         self.shared.metrics.packet_received();
-        self.shared.touch_session(self.session_id);
+        self.heard.store(Instant::now());
         let mut r = paddock_wire::Reader::new(frame);
         let header = RequestHeader::decode(&mut r)?;
         let request = match OpCode::try_from(header.op) {
@@ -352,9 +378,15 @@ impl Conn {
                 arrived,
             });
         } else if op.is_write() {
+            let slot = WriteSlot {
+                conn: self.id,
+                seq: self.next_write_seq,
+            };
+            self.next_write_seq += 1;
             let rx = self.shared.propose_client_write(
                 self.session_id,
                 header.xid,
+                slot,
                 &self.caller,
                 request,
             );

@@ -12,8 +12,12 @@ use paddock_wire::codec::FRAME_ALLOWANCE;
 use raft::prelude::ConfState;
 
 use crate::config::{Autopurge, Config, Ensemble};
-use crate::consensus::{self, Consensus, ConsensusConfig, PeerEvent, Proposer, Status, Transport};
+use crate::consensus::{
+    self, Consensus, ConsensusConfig, Identity, LinkTiming, PeerEvent, Proposer, RaftStateOnDisk,
+    Status, Transport,
+};
 use crate::image::Image;
+use crate::liveness::{self, LivenessEvent};
 use crate::server::{now_millis, Settings, Shared};
 use crate::state_machine::install;
 use crate::state_machine::StateMachine;
@@ -59,11 +63,25 @@ impl Daemon {
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.client_addr))?;
         let local_addr = listener.local_addr()?;
         let (proposer, proposals) = consensus::channel();
+        let (liveness, liveness_events) = liveness::channel();
         let status = Arc::new(Status::default());
-        let shared = Arc::new(Shared::new(settings, proposer.clone(), status.clone()));
+        let shared = Arc::new(Shared::new(
+            settings,
+            proposer.clone(),
+            status.clone(),
+            liveness,
+        ));
         let consensus_config = consensus_config(config);
         let opened = open_store(config, &consensus_config, &proposer)?;
         let applied = opened.snapshot.as_ref().map_or(0, |s| s.metadata.index);
+        let raft_state = opened.raft_state;
+        if config.ensemble.is_some() {
+            report_raft_state(config, raft_state);
+        }
+        consensus_config.has_state.store(
+            raft_state != RaftStateOnDisk::Blank,
+            std::sync::atomic::Ordering::Release,
+        );
         if let Some(snapshot) = opened.snapshot {
             let image = Image::read_from(snapshot.payload).map_err(|e| {
                 anyhow::anyhow!("snapshot {} is unreadable: {e}", snapshot.path.display())
@@ -84,13 +102,21 @@ impl Daemon {
             .store(last_index, std::sync::atomic::Ordering::Release);
         let transport = match &config.ensemble {
             None => None,
-            Some(ensemble) => {
-                Some(start_transport(config, ensemble, &shared, proposer.clone()).await?)
-            }
+            Some(ensemble) => Some(
+                start_transport(
+                    config,
+                    ensemble,
+                    &shared,
+                    proposer.clone(),
+                    consensus_config.has_state.clone(),
+                )
+                .await?,
+            ),
         };
         let consensus = Consensus::start(
             ConsensusConfig {
                 applied,
+                raft_state,
                 ..consensus_config
             },
             proposals,
@@ -103,7 +129,12 @@ impl Daemon {
         *shared.log_stats.lock() = Some(storage.log_stats().clone());
         let tasks = vec![
             tokio::spawn(crate::listener::run(listener, shared.clone())),
-            tokio::spawn(leader_duties(shared.clone(), transport)),
+            tokio::spawn(liveness::run(
+                shared.clone(),
+                liveness_events,
+                transport.clone(),
+            )),
+            tokio::spawn(housekeeping(shared.clone())),
             tokio::spawn(autopurge(shared.clone(), storage, config.autopurge)),
         ];
         tracing::info!(
@@ -130,6 +161,23 @@ impl Daemon {
     }
 }
 
+/// Says at start-up what this server found of its raft state, and what it will do.
+fn report_raft_state(config: &Config, state: RaftStateOnDisk) {
+    let (data, log) = (config.data_dir.display(), config.data_log_dir.display());
+    match state {
+        RaftStateOnDisk::Intact => {}
+        RaftStateOnDisk::Blank => tracing::info!(
+            "no raft state in {data} or {log}: a new server. It votes once a majority of the              ensemble is new too, or once it has caught up from a leader"
+        ),
+        RaftStateOnDisk::LostHardState { log_last } => tracing::warn!(
+            "{data} has no raft state (term and vote) but the log in {log} goes to index              {log_last}: dataDir was lost. Rejoining without a vote until caught up from the              leader"
+        ),
+        RaftStateOnDisk::LostLog { commit, log_last } => tracing::warn!(
+            "the raft state in {data} records commits up to index {commit} but the log in              {log} ends at {log_last}: dataLogDir was lost. Rejoining without a vote until              caught up from the leader"
+        ),
+    }
+}
+
 /// Raft timing from tickTime: a raft tick is a tenth of it, so an election timeout
 /// (10–20 raft ticks) is one to two tickTimes and heartbeats go every 0.3 tickTime.
 fn consensus_config(config: &Config) -> ConsensusConfig {
@@ -147,6 +195,8 @@ fn consensus_config(config: &Config) -> ConsensusConfig {
         tick: config.tick_time / 10,
         applied: 0,
         snap_count: u64::from(config.snap_count),
+        raft_state: RaftStateOnDisk::Intact,
+        has_state: Arc::new(std::sync::atomic::AtomicBool::new(false)),
     }
 }
 
@@ -216,6 +266,7 @@ async fn start_transport(
     ensemble: &Ensemble,
     shared: &Arc<Shared>,
     proposer: Proposer,
+    has_state: Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<Transport> {
     let mut peers = HashMap::new();
     for server in ensemble.servers.values() {
@@ -231,20 +282,23 @@ async fn start_transport(
     } else {
         me
     };
-    let receiver = shared.clone();
+    let liveness = shared.liveness.clone();
+    let me = Identity {
+        id: config.server_id,
+        has_state,
+    };
     let transport = Transport::start(
-        config.server_id,
+        me,
         listen,
         peers,
+        LinkTiming::from_tick_time(config.tick_time),
         move |event| match event {
             PeerEvent::Raft(message) => proposer.step(message),
-            PeerEvent::Touch(sessions) => {
-                let now = Instant::now();
-                let mut expiry = receiver.expiry.lock();
-                for session in sessions {
-                    expiry.touch(session, now);
-                }
+            PeerEvent::Hello { from, has_state } => proposer.hello(from, has_state),
+            PeerEvent::Report { from, report } => {
+                liveness.send(LivenessEvent::Report { from, report })
             }
+            PeerEvent::Ack { from, seq } => liveness.send(LivenessEvent::Ack { from, seq }),
         },
         shared.shutdown.clone(),
     )
@@ -265,14 +319,13 @@ async fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| anyhow::anyhow!("{host} has no address"))
 }
 
-/// The leader's housekeeping, once a tick: expire silent sessions, remove empty
-/// containers and expired TTL nodes (ZooKeeper's ContainerManager checks once a minute
-/// by default; a check here is a scan of the containers index alone, so Paddock checks
-/// every tick). Every server runs this loop; only the leader acts — the others report
-/// which of their sessions were heard from, and fail writes that waited too long.
-async fn leader_duties(shared: Arc<Shared>, transport: Option<Transport>) {
+/// Once a tick: fail the writes whose proposal was lost, and (on the leader) remove
+/// empty containers and expired TTL nodes (ZooKeeper's ContainerManager checks once a
+/// minute by default; a check here is a scan of the containers index alone, so Paddock
+/// checks every tick).
+async fn housekeeping(shared: Arc<Shared>) {
     let mut ticker = tokio::time::interval(shared.settings.tick);
-    let mut was_leader = false;
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Reaps in flight, by when they were proposed: re-proposed only if still due ten
     // ticks later (the proposal was lost to a leader change).
     let mut reaping: HashMap<String, Instant> = HashMap::new();
@@ -282,28 +335,13 @@ async fn leader_duties(shared: Arc<Shared>, transport: Option<Transport>) {
             _ = ticker.tick() => {}
             _ = shared.shutdown.cancelled() => return,
         }
-        // A proposal lost to a leader change is never applied: its client gets a
-        // connection loss after three ticks rather than waiting for ever.
+        // A proposal lost on its way is never applied: its connection closes after
+        // three ticks (the client learns the outcome is unknown) rather than waiting
+        // for ever.
         shared.waits.expire_older_than(shared.settings.tick * 3);
-        let leader = shared.is_leader();
-        if leader && !was_leader {
-            // Nobody knows when clients were last heard from: a full timeout for all.
-            shared.expiry.lock().reset_all(Instant::now());
-        }
-        was_leader = leader;
-        if !leader {
-            let touched = shared.expiry.lock().take_touched();
-            let leader_id = shared.status.leader();
-            if let (Some(transport), false, true) = (&transport, touched.is_empty(), leader_id != 0)
-            {
-                transport.touch(leader_id, touched);
-            }
+        if !shared.is_leader() {
+            reaping.clear();
             continue;
-        }
-        let expired = shared.expiry.lock().take_expired(Instant::now());
-        for session in expired {
-            tracing::info!("expiring session {session:#x}");
-            shared.propose_internal(session, TxnKind::ExpireSession);
         }
         let due = shared
             .db

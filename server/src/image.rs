@@ -2,8 +2,9 @@
 //! applied zxid, the session table and every znode — and how it is rebuilt.
 //!
 //! Format (jute primitives, big-endian), inside the snapshot file's payload:
-//! `magic "PDKI" | version i32 (1) | last_zxid i64 |
+//! `magic "PDKI" | version i32 (2) | last_zxid i64 |
 //!  sessions: count i32, then per session id i64 | timeout i32 | passwd buffer | owner i64 |
+//!  conn i64 | next_seq i64 |
 //!  nodes: count i64, then per node (parents first) path ustring | data buffer |
 //!  acl vector<ACL> | czxid i64 | mzxid i64 | ctime i64 | mtime i64 | version i32 |
 //!  cversion i32 | aversion i32 | ephemeral_owner i64 | pzxid i64`.
@@ -21,7 +22,7 @@ use crate::session::{Session, SessionTable};
 use crate::tree::{DataTree, Node, RestoreError, StatPersisted};
 
 const MAGIC: &[u8; 4] = b"PDKI";
-const VERSION: i32 = 1;
+const VERSION: i32 = 2;
 /// Bytes buffered before each write to the sink.
 const CHUNK: usize = 256 * 1024;
 
@@ -69,6 +70,8 @@ impl Image {
             write_i32(&mut buf, session.timeout);
             session.passwd.encode(&mut buf);
             write_i64(&mut buf, session.owner as i64);
+            write_i64(&mut buf, session.conn as i64);
+            write_i64(&mut buf, session.next_seq as i64);
         }
         write_i64(&mut buf, self.tree.node_count() as i64);
         for (path, node) in self.tree.iter() {
@@ -110,6 +113,8 @@ impl Image {
                 timeout: r.read_i32()?,
                 passwd: r.read_buffer()?,
                 owner: r.read_i64()? as u64,
+                conn: r.read_i64()? as u64,
+                next_seq: r.read_i64()? as u64,
             });
         }
         let node_count = r.read_i64()?;
@@ -181,6 +186,8 @@ mod tests {
             timeout: 4000,
             passwd: Bytes::from_static(&[3; 16]),
             owner: 2,
+            conn: 9,
+            next_seq: 4,
         });
         let image = Image {
             last_zxid: 5,

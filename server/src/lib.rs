@@ -19,14 +19,18 @@
 //! - [`metrics`]: counters for `srvr` / `mntr`.
 
 pub mod acl;
+pub mod apply;
 pub mod config;
 pub mod conn;
 pub mod consensus;
 pub mod daemon;
 pub mod fourlw;
+pub mod ids;
 pub mod image;
 pub mod listener;
+pub mod liveness;
 pub mod metrics;
+pub mod monotonic;
 pub mod query;
 pub mod server;
 pub mod session;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -14,9 +14,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::consensus::{Proposer, Status};
+use crate::ids::UniqueIds;
+use crate::liveness::Liveness;
 use crate::metrics::Metrics;
+use crate::monotonic::AtomicInstant;
 use crate::query;
-use crate::session::{passwd_matches, Caller, ExpiryTracker, SessionTable};
+use crate::session::{passwd_matches, Caller, SessionTable};
 use crate::tree::DataTree;
 use crate::txn::{Txn, TxnKind};
 use crate::wait::{Applied, WaitRegistry};
@@ -32,8 +35,24 @@ pub enum Reattach {
     Unavailable,
 }
 
-/// Identifies one client connection on this server (watches belong to connections).
+/// Identifies one client connection, unique across servers and their incarnations
+/// (watches belong to connections, and a session executes one connection's writes).
 pub type ConnId = u64;
+
+/// Where a write stands among its connection's writes: the session executes them in
+/// `seq` order with no gap (see `Session::admits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteSlot {
+    pub conn: ConnId,
+    pub seq: u64,
+}
+
+impl WriteSlot {
+    /// The txn that makes `conn` the session's holder; its writes count from 0.
+    pub fn first(conn: ConnId) -> Self {
+        WriteSlot { conn, seq: 0 }
+    }
+}
 
 /// What the rest of the server sends a connection task.
 #[derive(Debug)]
@@ -81,7 +100,11 @@ pub struct Shared {
     pub watches: Mutex<WatchRegistry<ConnId>>,
     pub conns: ConnRegistry,
     pub waits: WaitRegistry,
-    pub expiry: Mutex<ExpiryTracker>,
+    /// The session liveness task: session clocks and the reports that feed them.
+    pub liveness: Liveness,
+    /// Whether this server is in touch with a quorum (always, standalone): set by the
+    /// liveness task, which closes every client connection when it stops being so.
+    pub serving: AtomicBool,
     pub metrics: Metrics,
     pub shutdown: CancellationToken,
     /// The raft role and leader, kept current by the raft thread.
@@ -98,7 +121,12 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(settings: Settings, proposer: Proposer, status: Arc<Status>) -> Self {
+    pub fn new(
+        settings: Settings,
+        proposer: Proposer,
+        status: Arc<Status>,
+        liveness: Liveness,
+    ) -> Self {
         let server_id = settings.server_id;
         Shared {
             db: RwLock::new(Db {
@@ -109,7 +137,8 @@ impl Shared {
             watches: Mutex::new(WatchRegistry::new()),
             conns: ConnRegistry::default(),
             waits: WaitRegistry::new(server_id),
-            expiry: Mutex::new(ExpiryTracker::default()),
+            liveness,
+            serving: AtomicBool::new(settings.standalone),
             metrics: Metrics::default(),
             shutdown: CancellationToken::new(),
             status,
@@ -130,11 +159,15 @@ impl Shared {
         self.status.is_leader()
     }
 
-    /// Whether this server may take clients: it has replayed its own log, and (in an
-    /// ensemble) knows a leader.
+    /// Whether this server may take clients: it has replayed its own log, and is in
+    /// touch with a quorum.
     pub fn ready_for_clients(&self) -> bool {
-        self.status.applied() >= self.replay_to.load(Ordering::Acquire)
-            && (self.settings.standalone || self.status.leader() != 0)
+        self.status.applied() >= self.replay_to.load(Ordering::Acquire) && self.is_serving()
+    }
+
+    /// Whether this server is in touch with a quorum (see `liveness`).
+    pub fn is_serving(&self) -> bool {
+        self.serving.load(Ordering::Acquire)
     }
 
     /// The total size of the snapshot files in dataDir.
@@ -166,9 +199,10 @@ impl Shared {
         self.waits.len() < self.settings.global_outstanding_limit
     }
 
-    /// Proposes a new session and waits until it is applied.
+    /// Proposes a new session held by connection `conn`, and waits until it is applied.
     pub async fn create_session(
         &self,
+        conn: ConnId,
         timeout: i32,
         caller: &Caller,
     ) -> Result<(i64, Bytes), ErrorCode> {
@@ -180,41 +214,48 @@ impl Shared {
             timeout,
             passwd: passwd.clone(),
         };
-        let applied = self.propose(session_id, 0, caller, kind).await?;
+        let applied = self
+            .propose(session_id, WriteSlot::first(conn), caller, kind)
+            .await?;
         applied.result?;
         Ok((session_id, passwd))
     }
 
-    /// Checks a reattaching client's credentials and makes this server the session's
-    /// owner; the session's negotiated timeout if that worked.
-    pub async fn reattach_session(&self, session_id: i64, passwd: &[u8]) -> Result<i32, Reattach> {
-        let (timeout, owner) = {
+    /// Checks a reattaching client's credentials and makes connection `conn` the
+    /// session's holder; the session's negotiated timeout if that worked.
+    pub async fn reattach_session(
+        &self,
+        conn: ConnId,
+        session_id: i64,
+        passwd: &[u8],
+    ) -> Result<i32, Reattach> {
+        let timeout = {
             let db = self.db.read();
             let session = db.sessions.get(session_id).ok_or(Reattach::Refused)?;
             if !passwd_matches(&session.passwd, passwd) {
                 return Err(Reattach::Refused);
             }
-            (session.timeout, session.owner)
+            session.timeout
         };
-        self.touch_session(session_id);
-        if owner != self.settings.server_id {
-            // The session moved here: once this applies, its old connection elsewhere
-            // is closed and its writes are refused with SessionMoved.
-            let applied = self
-                .propose(session_id, 0, &Caller::internal(), TxnKind::MoveSession)
-                .await
-                .map_err(|_| Reattach::Unavailable)?;
-            match applied.result {
-                Ok(_) => {}
-                Err(ErrorCode::SessionExpired) => return Err(Reattach::Refused),
-                Err(_) => return Err(Reattach::Unavailable),
-            }
+        // Committed even when the session stays on this server: from here on the
+        // session executes this connection's writes only, so a write of the old
+        // connection still in flight can never run after the client was told its
+        // outcome is unknown. Elsewhere, the old connection is closed and its writes
+        // are refused with SessionMoved.
+        let applied = self
+            .propose(
+                session_id,
+                WriteSlot::first(conn),
+                &Caller::internal(),
+                TxnKind::MoveSession,
+            )
+            .await
+            .map_err(|_| Reattach::Unavailable)?;
+        match applied.result {
+            Ok(_) => Ok(timeout),
+            Err(ErrorCode::SessionExpired) => Err(Reattach::Refused),
+            Err(_) => Err(Reattach::Unavailable),
         }
-        Ok(timeout)
-    }
-
-    pub fn touch_session(&self, session_id: i64) {
-        self.expiry.lock().touch(session_id, Instant::now());
     }
 
     /// A `sync` barrier: resolves once this server has applied every write committed
@@ -233,11 +274,13 @@ impl Shared {
         rx
     }
 
-    /// Proposes a client's write; its result arrives on the receiver once applied.
+    /// Proposes a client's write, the `slot.seq`-th write of its connection; its result
+    /// arrives on the receiver once applied.
     pub fn propose_client_write(
         &self,
         session_id: i64,
         xid: i32,
+        slot: WriteSlot,
         caller: &Caller,
         request: Request,
     ) -> oneshot::Receiver<Applied> {
@@ -245,17 +288,17 @@ impl Shared {
             Request::CloseSession => TxnKind::CloseSession,
             request => TxnKind::Client(request),
         };
-        self.propose_kind(session_id, xid, caller, kind)
+        self.propose_kind(session_id, xid, slot, caller, kind)
     }
 
     async fn propose(
         &self,
         session_id: i64,
-        xid: i32,
+        slot: WriteSlot,
         caller: &Caller,
         kind: TxnKind,
     ) -> Result<Applied, ErrorCode> {
-        self.propose_kind(session_id, xid, caller, kind)
+        self.propose_kind(session_id, 0, slot, caller, kind)
             .await
             .map_err(|_| ErrorCode::ConnectionLoss)
     }
@@ -264,6 +307,7 @@ impl Shared {
         &self,
         session_id: i64,
         xid: i32,
+        slot: WriteSlot,
         caller: &Caller,
         kind: TxnKind,
     ) -> oneshot::Receiver<Applied> {
@@ -272,6 +316,8 @@ impl Shared {
             origin,
             session_id,
             xid,
+            conn: slot.conn,
+            seq: slot.seq,
             time: now_millis(),
             caller: caller.ids().to_vec(),
             kind,
@@ -294,6 +340,8 @@ impl Shared {
             origin: Default::default(),
             session_id,
             xid: 0,
+            conn: 0,
+            seq: 0,
             time: now_millis(),
             caller: Vec::new(),
             kind,
@@ -320,64 +368,104 @@ impl Shared {
     }
 }
 
-/// Open connections: who to send notifications to, and which connection holds each
-/// session on this server.
+/// Open connections: who to send notifications to, which connection holds each
+/// session on this server, and when each was last heard from.
 #[derive(Default)]
 pub struct ConnRegistry {
-    next: AtomicU64,
+    next: UniqueIds,
     inner: Mutex<ConnTable>,
 }
 
 #[derive(Default)]
 struct ConnTable {
-    senders: HashMap<ConnId, mpsc::UnboundedSender<Outbound>>,
+    conns: HashMap<ConnId, ConnEntry>,
     by_session: HashMap<i64, ConnId>,
+}
+
+struct ConnEntry {
+    tx: mpsc::UnboundedSender<Outbound>,
+    session: i64,
+    /// Written by the connection on every packet, read for the liveness reports.
+    heard: Arc<AtomicInstant>,
 }
 
 impl ConnRegistry {
     pub fn next_id(&self) -> ConnId {
-        self.next.fetch_add(1, Ordering::Relaxed) + 1
+        self.next.next()
     }
 
     /// Records that `conn` now holds `session`; a connection that held it before is
     /// told to close (the client moved).
-    pub fn attach(&self, conn: ConnId, session: i64, tx: mpsc::UnboundedSender<Outbound>) {
+    pub fn attach(
+        &self,
+        conn: ConnId,
+        session: i64,
+        tx: mpsc::UnboundedSender<Outbound>,
+        heard: Arc<AtomicInstant>,
+    ) {
         let mut table = self.inner.lock();
-        table.senders.insert(conn, tx);
+        table.conns.insert(conn, ConnEntry { tx, session, heard });
         if let Some(old) = table.by_session.insert(session, conn) {
-            if let Some(old_tx) = table.senders.get(&old) {
-                let _ = old_tx.send(Outbound::Close);
+            if let Some(old) = table.conns.get(&old) {
+                let _ = old.tx.send(Outbound::Close);
             }
         }
     }
 
     pub fn detach(&self, conn: ConnId, session: i64) {
         let mut table = self.inner.lock();
-        table.senders.remove(&conn);
+        table.conns.remove(&conn);
         if table.by_session.get(&session) == Some(&conn) {
             table.by_session.remove(&session);
         }
     }
 
     pub fn send(&self, conn: ConnId, message: Outbound) {
-        if let Some(tx) = self.inner.lock().senders.get(&conn) {
+        if let Some(entry) = self.inner.lock().conns.get(&conn) {
             // A closed receiver means the connection is going away anyway.
-            let _ = tx.send(message);
+            let _ = entry.tx.send(message);
         }
     }
 
     /// Tells the connection holding `session`, if on this server, to close.
     pub fn close_session(&self, session: i64) {
+        self.close_session_unless(session, 0);
+    }
+
+    /// Tells the connection holding `session` on this server to close, unless it is
+    /// `keep` (the session moved to connection `keep`).
+    pub fn close_session_unless(&self, session: i64, keep: ConnId) {
         let table = self.inner.lock();
         if let Some(conn) = table.by_session.get(&session) {
-            if let Some(tx) = table.senders.get(conn) {
-                let _ = tx.send(Outbound::Close);
+            if *conn != keep {
+                if let Some(entry) = table.conns.get(conn) {
+                    let _ = entry.tx.send(Outbound::Close);
+                }
             }
         }
     }
 
+    /// Tells every connection to close (this server stopped serving).
+    pub fn close_all(&self) -> usize {
+        let table = self.inner.lock();
+        for entry in table.conns.values() {
+            let _ = entry.tx.send(Outbound::Close);
+        }
+        table.conns.len()
+    }
+
+    /// Each session held here, and when its client was last heard from.
+    pub fn heard(&self) -> Vec<(i64, Instant)> {
+        let table = self.inner.lock();
+        table
+            .conns
+            .values()
+            .filter_map(|entry| Some((entry.session, entry.heard.load()?)))
+            .collect()
+    }
+
     pub fn count(&self) -> usize {
-        self.inner.lock().senders.len()
+        self.inner.lock().conns.len()
     }
 
     /// (connection, session) pairs, for `cons`.

@@ -4,8 +4,8 @@
 //! validates and applies the txn from its bytes alone.
 //!
 //! Encoding (jute primitives, big-endian), one raft entry's data:
-//! `origin.server i64 | origin.request i64 | session_id i64 | xid i32 | time i64 |
-//!  caller vector<Id> | kind i32 | body`, where the body of kind
+//! `origin.server i64 | origin.request i64 | session_id i64 | xid i32 | conn i64 |
+//!  seq i64 | time i64 | caller vector<Id> | kind i32 | body`, where the body of kind
 //! 0 (client request) is `op i32` + the request record as the client sent it,
 //! 1 (create session) is `timeout i32 | passwd buffer`, 2 (close session) is empty,
 //! 3 (expire session) is empty, 4 (delete container) is `path ustring`, and 5 (move
@@ -29,6 +29,11 @@ pub struct Txn {
     pub session_id: i64,
     /// The client's xid, echoed in the reply.
     pub xid: i32,
+    /// The client connection that sent it (unique across servers' incarnations), and
+    /// its place among that connection's writes: applied only in that order, with no
+    /// gap (see `Session::admits`). Both 0 for the leader's own txns.
+    pub conn: u64,
+    pub seq: u64,
     /// Milliseconds since the epoch, stamped once by the proposer: ctime and mtime.
     pub time: i64,
     /// The session's identities when the request was made (ip, digest, super), so ACLs
@@ -53,7 +58,8 @@ pub enum TxnKind {
     /// The leader's cleanup of an empty container or an expired TTL node; re-checked
     /// when applied, since a child may have been added meanwhile.
     DeleteContainer { path: String },
-    /// The session's client reattached to the proposing server, which now owns it.
+    /// The session's client (re)attached on the proposing server's connection `conn`:
+    /// that server owns the session now, and its writes are executed from `seq` 0.
     MoveSession,
 }
 
@@ -64,6 +70,8 @@ impl Txn {
         write_i64(&mut buf, self.origin.request as i64);
         write_i64(&mut buf, self.session_id);
         write_i32(&mut buf, self.xid);
+        write_i64(&mut buf, self.conn as i64);
+        write_i64(&mut buf, self.seq as i64);
         write_i64(&mut buf, self.time);
         self.caller.encode(&mut buf);
         match &self.kind {
@@ -96,6 +104,8 @@ impl Txn {
         };
         let session_id = r.read_i64()?;
         let xid = r.read_i32()?;
+        let conn = r.read_i64()? as u64;
+        let seq = r.read_i64()? as u64;
         let time = r.read_i64()?;
         let caller = Vec::<Id>::decode(&mut r)?;
         let kind = match r.read_i32()? {
@@ -125,6 +135,8 @@ impl Txn {
             origin,
             session_id,
             xid,
+            conn,
+            seq,
             time,
             caller,
             kind,
@@ -146,6 +158,8 @@ mod tests {
             },
             session_id: 0x0100_0000_0000_0001,
             xid: 12,
+            conn: 0xdead_beef_0000_0007,
+            seq: 41,
             time: 1_700_000_000_000,
             caller: vec![Id::new("ip", "127.0.0.1"), Id::new("digest", "u:h")],
             kind: TxnKind::CloseSession,

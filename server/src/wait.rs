@@ -2,13 +2,13 @@
 //! requests by id (the txn's origin), never by queue order.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use paddock_wire::{ErrorCode, Response};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::ids::UniqueIds;
 use crate::txn::Origin;
 
 /// What a write came to: the zxid it was applied at, and its reply.
@@ -20,7 +20,9 @@ pub struct Applied {
 
 pub struct WaitRegistry {
     server: u64,
-    next: AtomicU64,
+    /// Unique across this server's incarnations, so that a commit or a read-index
+    /// confirmation meant for a request of an earlier incarnation completes nothing.
+    next: UniqueIds,
     waiting: Mutex<HashMap<u64, (Instant, oneshot::Sender<Applied>)>>,
 }
 
@@ -28,14 +30,14 @@ impl WaitRegistry {
     pub fn new(server: u64) -> Self {
         WaitRegistry {
             server,
-            next: AtomicU64::new(1),
+            next: UniqueIds::new(),
             waiting: Mutex::new(HashMap::new()),
         }
     }
 
     /// A fresh origin for a txn this server proposes, and the receiver of its result.
     pub fn register(&self) -> (Origin, oneshot::Receiver<Applied>) {
-        let request = self.next.fetch_add(1, Ordering::Relaxed);
+        let request = self.next.next();
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().insert(request, (Instant::now(), tx));
         (

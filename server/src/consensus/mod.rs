@@ -3,11 +3,14 @@
 //!
 //! Named `consensus`, not `raft`, so it does not shadow the `raft` crate.
 
+mod contact;
 mod logger;
 mod node;
+mod recovery;
 pub mod transport;
 
 pub use node::{
     channel, Applier, Consensus, ConsensusConfig, Proposals, Proposer, Role, SnapshotWriter, Status,
 };
-pub use transport::{PeerEvent, Transport};
+pub use recovery::RaftStateOnDisk;
+pub use transport::{Identity, LinkTiming, LivenessReport, PeerEvent, Transport};

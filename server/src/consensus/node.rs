@@ -15,9 +15,12 @@ use std::time::{Duration, Instant};
 use raft::prelude::{Entry, EntryType, Message, MessageType};
 use raft::{RawNode, StateRole};
 
+use crate::monotonic::AtomicInstant;
 use crate::store::DurableStorage;
 
+use super::contact::QuorumContact;
 use super::logger::raft_logger;
+use super::recovery::{RaftStateOnDisk, VoteGuard, RECOVERY_READ};
 use super::transport::Transport;
 
 /// What the loop hands committed entries and confirmed reads to: the state machine.
@@ -50,6 +53,11 @@ pub struct ConsensusConfig {
     /// `snapCount`: a snapshot every this many entries, randomized within
     /// [snapCount/2, snapCount] so that servers don't all snapshot at once.
     pub snap_count: u64,
+    /// Whether the raft state survived on disk: if not, the server rejoins without a
+    /// vote until it has caught up (see `recovery`).
+    pub raft_state: RaftStateOnDisk,
+    /// Set once this server has raft state (told to peers in the hello).
+    pub has_state: Arc<AtomicBool>,
 }
 
 /// What other threads ask of the raft loop.
@@ -62,6 +70,11 @@ enum Input {
     Persisted(u64),
     /// A background snapshot at this index is written.
     SnapshotWritten(u64),
+    /// A peer's hello: whether it has raft state.
+    Hello {
+        from: u64,
+        has_state: bool,
+    },
 }
 
 /// The cheap handle other threads use to reach the raft thread.
@@ -92,6 +105,11 @@ impl Proposer {
     /// Hands a message from a peer to raft.
     pub fn step(&self, message: Message) {
         let _ = self.tx.send(Input::Peer(message));
+    }
+
+    /// Passes on a peer's hello (for the vote guard of a server that lost its state).
+    pub fn hello(&self, from: u64, has_state: bool) {
+        let _ = self.tx.send(Input::Hello { from, has_state });
     }
 
     /// Asks for a ReadIndex barrier; `Applier::read_ready(request)` follows once it
@@ -136,6 +154,8 @@ pub struct Status {
     synced_followers: AtomicU64,
     /// The index of the last entry applied (of any kind).
     applied: AtomicU64,
+    /// On the leader: the newest time by which a majority of voters had answered it.
+    leader_contact: AtomicInstant,
 }
 
 impl Status {
@@ -163,6 +183,11 @@ impl Status {
 
     pub fn applied(&self) -> u64 {
         self.applied.load(Ordering::Acquire)
+    }
+
+    /// On the leader, when it last had a quorum answering it; `None` elsewhere.
+    pub fn leader_contact(&self) -> Option<Instant> {
+        self.leader_contact.load()
     }
 
     pub fn followers(&self) -> (u64, u64) {
@@ -226,6 +251,9 @@ impl Consensus {
             unsent: VecDeque::new(),
             snapshot_ready: None,
             snapshots: SnapshotPolicy::new(config.snap_count, config.applied),
+            contact: QuorumContact::new(config.id, config.voters.clone()),
+            guard: VoteGuard::new(config.id, config.voters.clone(), config.raft_state),
+            has_state: config.has_state.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("raft".into())
@@ -273,6 +301,11 @@ struct RaftLoop<A: Applier> {
     applied: u64,
     /// Confirmed read-index requests waiting for `applied` to reach their index.
     pending_reads: Vec<(u64, u64)>,
+    /// On the leader: which voters answered lately.
+    contact: QuorumContact,
+    /// No votes or campaigns while rejoining after a loss of raft state.
+    guard: VoteGuard,
+    has_state: Arc<AtomicBool>,
 }
 
 /// Inputs taken per turn of the loop, so a flood of writes can't starve ticks.
@@ -362,9 +395,21 @@ impl<A: Applier> RaftLoop<A> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
-            if Instant::now() >= next_tick {
-                self.node.tick();
-                next_tick += self.tick;
+            let now = Instant::now();
+            if now >= next_tick {
+                // A follower's tick only drives its election timer: one that lost its
+                // raft state must not campaign until it has caught up.
+                self.guard.check_caught_up(&self.node);
+                if !self.guard.recovering() {
+                    self.node.tick();
+                } else if self.guard.wants_read_index() && self.node.raft.leader_id != 0 {
+                    // The leader answers once it has committed in its term: the index
+                    // it returns is one this server must hold before it votes.
+                    self.node.read_index(RECOVERY_READ.to_vec());
+                }
+                // One tick however late: after a pause (SIGSTOP, a stalled VM) a burst
+                // of catch-up ticks would fire elections and timeouts at once.
+                next_tick = (next_tick + self.tick).max(now);
                 self.publish_progress();
             }
             self.on_ready();
@@ -375,12 +420,29 @@ impl<A: Applier> RaftLoop<A> {
         let result = match input {
             Input::Propose(data) => self.node.propose(vec![], data),
             Input::Peer(mut message) => {
+                if !self.guard.admits(&message) {
+                    tracing::debug!(
+                        "not voting for {} at term {}: rejoining after a loss of raft state",
+                        message.from,
+                        message.term
+                    );
+                    return;
+                }
+                if matches!(
+                    message.get_msg_type(),
+                    MessageType::MsgAppendResponse | MessageType::MsgHeartbeatResponse
+                ) && message.term == self.node.raft.term
+                {
+                    self.contact.heard_from(message.from, Instant::now());
+                }
                 let lost = if message.get_msg_type() == MessageType::MsgHeartbeat {
                     // A leader only sends a commit index this server has, unless this
                     // server lost its data (an operator wiped dataDir), which raft-rs
                     // would panic on: clamp it, then ask the leader for a snapshot.
                     let last = self.node.raft.raft_log.last_index();
-                    let lost = (message.commit > last).then_some(message.commit);
+                    // Only a leader of this term or a later one speaks for the log.
+                    let lost = (message.commit > last && message.term >= self.node.raft.term)
+                        .then_some(message.commit);
                     message.commit = message.commit.min(last);
                     lost
                 } else {
@@ -400,11 +462,16 @@ impl<A: Applier> RaftLoop<A> {
                 stepped
             }
             Input::ReadIndex(request) => {
-                self.node.read_index(request.to_be_bytes().to_vec());
+                self.node
+                    .read_index(read_context(self.node.raft.id, request).to_vec());
                 Ok(())
             }
             Input::Persisted(number) => {
                 self.on_persisted(number);
+                Ok(())
+            }
+            Input::Hello { from, has_state } => {
+                self.guard.peer_hello(from, has_state);
                 Ok(())
             }
             Input::SnapshotWritten(index) => {
@@ -441,6 +508,9 @@ impl<A: Applier> RaftLoop<A> {
                 StateRole::Follower if self.observer => 3,
                 StateRole::Follower => 0,
             };
+            if ss.raft_state == StateRole::Leader {
+                self.contact.elected(Instant::now());
+            }
             self.status.role.store(role, Ordering::Release);
             self.status.leader.store(ss.leader_id, Ordering::Release);
             self.status
@@ -467,7 +537,14 @@ impl<A: Applier> RaftLoop<A> {
         // raft-rs hands out only entries that are committed and durable here.
         self.apply(ready.take_committed_entries());
         for state in ready.take_read_states() {
+            if state.request_ctx == RECOVERY_READ {
+                self.guard.read_confirmed(state.index);
+                continue;
+            }
             self.confirm_read(state.index, &state.request_ctx);
+        }
+        if ready.hs().is_some_and(|hs| hs.term > 0) {
+            self.has_state.store(true, Ordering::Release);
         }
         // Every Ready goes to the log writer, so its number is reported in order.
         if let Err(e) =
@@ -559,10 +636,9 @@ impl<A: Applier> RaftLoop<A> {
     }
 
     fn confirm_read(&mut self, index: u64, ctx: &[u8]) {
-        let Ok(bytes) = <[u8; 8]>::try_from(ctx) else {
+        let Some(request) = request_of_read_context(self.node.raft.id, ctx) else {
             return;
         };
-        let request = u64::from_be_bytes(bytes);
         if index <= self.applied {
             self.applier.read_ready(request);
         } else {
@@ -618,7 +694,12 @@ impl<A: Applier> RaftLoop<A> {
         if self.node.raft.state != StateRole::Leader {
             self.status.followers.store(0, Ordering::Release);
             self.status.synced_followers.store(0, Ordering::Release);
+            self.status.leader_contact.clear();
             return;
+        }
+        match self.contact.since(Instant::now()) {
+            Some(at) => self.status.leader_contact.store(at),
+            None => self.status.leader_contact.clear(),
         }
         let me = self.node.raft.id;
         let last = self.node.raft.raft_log.last_index();
@@ -649,8 +730,43 @@ impl<A: Applier> RaftLoop<A> {
     }
 }
 
+/// A ReadIndex context: the leader keys pending reads by it, so it names the server as
+/// well as the request (request numbers alone repeat across servers).
+fn read_context(server: u64, request: u64) -> [u8; 16] {
+    let mut ctx = [0u8; 16];
+    ctx[..8].copy_from_slice(&server.to_be_bytes());
+    ctx[8..].copy_from_slice(&request.to_be_bytes());
+    ctx
+}
+
+/// The request a read state confirms, if it is one of this server's.
+fn request_of_read_context(server: u64, ctx: &[u8]) -> Option<u64> {
+    let ctx = <[u8; 16]>::try_from(ctx).ok()?;
+    let (owner, request) = ctx.split_at(8);
+    if u64::from_be_bytes(owner.try_into().ok()?) != server {
+        return None;
+    }
+    Some(u64::from_be_bytes(request.try_into().ok()?))
+}
+
 /// A failure of the log the process can't recover from in place.
 fn fatal(message: &str) -> ! {
     tracing::error!("{message}; exiting");
     std::process::exit(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same request number on two servers must make two distinct ReadIndex keys:
+    /// the leader keeps one pending read per key, so a collision left a `sync` without
+    /// an answer until it timed out.
+    #[test]
+    fn read_contexts_differ_across_servers() {
+        assert_ne!(read_context(1, 7), read_context(2, 7));
+        assert_eq!(request_of_read_context(2, &read_context(2, 7)), Some(7));
+        assert_eq!(request_of_read_context(1, &read_context(2, 7)), None);
+        assert_eq!(request_of_read_context(1, &7u64.to_be_bytes()), None);
+    }
 }

@@ -3,16 +3,25 @@
 //! election port is not used, since raft elects over the same connection).
 //!
 //! Wire format, one frame per message: `length u32 | kind u8 | payload`, where kind
-//! 1 is a raft `Message` (protobuf), 2 is session liveness (`count u32 | session i64…`:
-//! sessions whose clients were heard from, for the leader's expiry clock), and 3 is a
-//! hello (`server id u64`), the first frame on every connection.
+//! 1 is a raft `Message` (protobuf); 2 a liveness report to the leader
+//! (`seq u64 | count u32 | (session i64 | age_ms u32)…`: each session this server holds
+//! and how long ago its client was last heard from); 3 a hello (`server id u64 |
+//! flags u8`, bit 0: the sender has raft state), the first frame on every connection;
+//! 4 the leader's acknowledgement of a report (`seq u64`); 5 a keepalive (empty).
 //!
 //! Sending never blocks the raft loop: each peer has a bounded queue drained by its own
 //! task, which batches what is queued into one write and reconnects with backoff. A
 //! full queue drops the message; raft retransmits.
+//!
+//! A cut link must be noticed quickly, or a healed server would wait out TCP's
+//! retransmission back-off (tens of seconds) before it hears its peers again: an idle
+//! sender writes a keepalive every half tick, so a dead connection always has unacked
+//! data, and `TCP_USER_TIMEOUT` fails it after two tickTimes; connects and writes are
+//! bounded too, and a receiver drops a connection that has been silent for four.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,20 +39,72 @@ const PEER_QUEUE: usize = 4096;
 const MAX_PEER_FRAME: usize = 64 * 1024 * 1024;
 
 const KIND_RAFT: u8 = 1;
-const KIND_TOUCH: u8 = 2;
+const KIND_REPORT: u8 = 2;
 const KIND_HELLO: u8 = 3;
+const KIND_ACK: u8 = 4;
+const KIND_KEEPALIVE: u8 = 5;
+
+/// How long a link may be silent or stuck, all derived from tickTime.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkTiming {
+    /// An idle sender writes a keepalive this often.
+    pub keepalive: Duration,
+    /// Data unacknowledged by the peer's TCP this long fails the connection.
+    pub unacked_limit: Duration,
+    /// A connect or a write that takes longer is abandoned and retried.
+    pub stall_limit: Duration,
+    /// A receiver that hears nothing this long drops the connection.
+    pub silence_limit: Duration,
+    /// The longest wait between reconnect attempts.
+    pub max_backoff: Duration,
+}
+
+impl LinkTiming {
+    pub fn from_tick_time(tick_time: Duration) -> Self {
+        LinkTiming {
+            keepalive: tick_time / 2,
+            unacked_limit: tick_time * 2,
+            stall_limit: tick_time * 2,
+            silence_limit: tick_time * 4,
+            max_backoff: tick_time.min(Duration::from_secs(1)),
+        }
+    }
+}
+
+/// A follower's report of the sessions it holds, for the leader's expiry clock. Each
+/// report says everything (not what changed since the last), so a lost one is made
+/// good by the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LivenessReport {
+    pub seq: u64,
+    /// (session, milliseconds since its client was last heard from).
+    pub sessions: Vec<(i64, u32)>,
+}
 
 /// Something a peer sent us.
 #[derive(Debug)]
 pub enum PeerEvent {
     Raft(Message),
-    /// Sessions whose clients a peer heard from since its last report.
-    Touch(Vec<i64>),
+    /// The first frame of a connection: who the peer is, and whether it has raft state.
+    Hello {
+        from: u64,
+        has_state: bool,
+    },
+    Report {
+        from: u64,
+        report: LivenessReport,
+    },
+    /// The leader applied our report `seq`.
+    Ack {
+        from: u64,
+        seq: u64,
+    },
 }
 
 enum Outgoing {
     Raft(Message),
-    Touch(Vec<i64>),
+    Report(LivenessReport),
+    Ack(u64),
 }
 
 /// The sending side: a bounded queue per peer.
@@ -52,25 +113,47 @@ pub struct Transport {
     peers: Arc<HashMap<u64, mpsc::Sender<Outgoing>>>,
 }
 
+/// Who this server is on its peer links.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub id: u64,
+    /// Sent in every hello (read when each connection opens): a server that lost its
+    /// raft state uses its peers' answers to tell a new ensemble from one it must
+    /// rejoin carefully.
+    pub has_state: Arc<AtomicBool>,
+}
+
 impl Transport {
     /// Starts a sender task per peer and the listener for incoming peer connections;
     /// what peers send is handed to `deliver`.
     pub async fn start(
-        my_id: u64,
+        me: Identity,
         listen: SocketAddr,
         peers: HashMap<u64, SocketAddr>,
+        timing: LinkTiming,
         deliver: impl Fn(PeerEvent) + Send + Sync + 'static,
         shutdown: CancellationToken,
     ) -> std::io::Result<Transport> {
         let listener = TcpListener::bind(listen).await?;
-        tokio::spawn(accept_loop(listener, Arc::new(deliver), shutdown.clone()));
+        tokio::spawn(accept_loop(
+            listener,
+            Arc::new(deliver),
+            timing,
+            shutdown.clone(),
+        ));
         let mut senders = HashMap::new();
         for (id, addr) in peers {
-            if id == my_id {
+            if id == me.id {
                 continue;
             }
             let (tx, rx) = mpsc::channel(PEER_QUEUE);
-            tokio::spawn(send_loop(my_id, id, addr, rx, shutdown.clone()));
+            let link = Link {
+                me: me.clone(),
+                peer: id,
+                addr,
+                timing,
+            };
+            tokio::spawn(link.run(rx, shutdown.clone()));
             senders.insert(id, tx);
         }
         Ok(Transport {
@@ -88,10 +171,18 @@ impl Transport {
         }
     }
 
-    /// Reports live sessions to `leader`.
-    pub fn touch(&self, leader: u64, sessions: Vec<i64>) {
+    /// Sends a liveness report to `leader`. Best effort: the next one repeats it.
+    pub fn report(&self, leader: u64, report: LivenessReport) {
         if let Some(peer) = self.peers.get(&leader) {
-            let _ = peer.try_send(Outgoing::Touch(sessions));
+            let _ = peer.try_send(Outgoing::Report(report));
+        }
+    }
+
+    /// Acknowledges report `seq` to the follower that sent it. Best effort: the
+    /// follower counts on the next one.
+    pub fn ack(&self, follower: u64, seq: u64) {
+        if let Some(peer) = self.peers.get(&follower) {
+            let _ = peer.try_send(Outgoing::Ack(seq));
         }
     }
 }
@@ -105,50 +196,96 @@ fn encode(out: &mut BytesMut, kind: u8, payload: impl FnOnce(&mut BytesMut)) {
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
 }
 
-async fn send_loop(
-    my_id: u64,
+/// The connection to one peer, and what it sends there.
+struct Link {
+    me: Identity,
     peer: u64,
     addr: SocketAddr,
-    mut rx: mpsc::Receiver<Outgoing>,
-    shutdown: CancellationToken,
-) {
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        let stream = tokio::select! {
-            stream = TcpStream::connect(addr) => stream,
-            _ = shutdown.cancelled() => return,
-        };
-        let mut stream = match stream {
-            Ok(stream) => stream,
-            Err(e) => {
-                tracing::debug!(peer, %addr, "peer unreachable: {e}");
-                // Messages queued meanwhile are stale by the time we connect.
-                while rx.try_recv().is_ok() {}
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = shutdown.cancelled() => return,
+    timing: LinkTiming,
+}
+
+impl Link {
+    async fn run(self, mut rx: mpsc::Receiver<Outgoing>, shutdown: CancellationToken) {
+        let mut backoff = Duration::from_millis(50).min(self.timing.max_backoff);
+        let mut reachable = true;
+        loop {
+            let connected = tokio::select! {
+                connected = self.connect() => connected,
+                _ = shutdown.cancelled() => return,
+            };
+            let stream = match connected {
+                Ok(stream) => stream,
+                Err(e) => {
+                    if reachable {
+                        tracing::info!(peer = self.peer, addr = %self.addr, "peer unreachable: {e}");
+                        reachable = false;
+                    }
+                    // Messages queued meanwhile are stale by the time we connect.
+                    while rx.try_recv().is_ok() {}
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = shutdown.cancelled() => return,
+                    }
+                    backoff = (backoff * 2).min(self.timing.max_backoff);
+                    continue;
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
+            };
+            if !reachable {
+                tracing::info!(peer = self.peer, addr = %self.addr, "peer reachable again");
+                reachable = true;
             }
-        };
-        backoff = Duration::from_millis(50);
-        let _ = stream.set_nodelay(true);
+            backoff = Duration::from_millis(50).min(self.timing.max_backoff);
+            match self.pump(stream, &mut rx, &shutdown).await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::info!(peer = self.peer, addr = %self.addr, "peer link lost: {e}")
+                }
+            }
+        }
+    }
+
+    async fn connect(&self) -> std::io::Result<TcpStream> {
+        let stream = tokio::time::timeout(self.timing.stall_limit, TcpStream::connect(self.addr))
+            .await
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+            })??;
+        stream.set_nodelay(true)?;
+        socket2::SockRef::from(&stream).set_tcp_user_timeout(Some(self.timing.unacked_limit))?;
+        Ok(stream)
+    }
+
+    /// Writes what is queued until the connection fails (an error) or the server
+    /// shuts down (`Ok`).
+    async fn pump(
+        &self,
+        mut stream: TcpStream,
+        rx: &mut mpsc::Receiver<Outgoing>,
+        shutdown: &CancellationToken,
+    ) -> std::io::Result<()> {
         let mut out = BytesMut::with_capacity(64 * 1024);
-        encode(&mut out, KIND_HELLO, |b| b.put_u64(my_id));
+        encode(&mut out, KIND_HELLO, |b| {
+            b.put_u64(self.me.id);
+            b.put_u8(u8::from(self.me.has_state.load(Ordering::Acquire)));
+        });
         loop {
             if !out.is_empty() {
-                if let Err(e) = stream.write_all(&out).await {
-                    tracing::debug!(peer, "peer connection lost: {e}");
-                    break;
-                }
+                tokio::time::timeout(self.timing.stall_limit, stream.write_all(&out))
+                    .await
+                    .map_err(|_| {
+                        std::io::Error::new(std::io::ErrorKind::TimedOut, "write stalled")
+                    })??;
                 out.clear();
             }
             let first = tokio::select! {
                 first = rx.recv() => first,
-                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(self.timing.keepalive) => {
+                    encode(&mut out, KIND_KEEPALIVE, |_| {});
+                    continue;
+                }
+                _ = shutdown.cancelled() => return Ok(()),
             };
-            let Some(first) = first else { return };
+            let Some(first) = first else { return Ok(()) };
             push(&mut out, first);
             // Batch whatever else is queued into the same write.
             while out.len() < 1024 * 1024 {
@@ -167,18 +304,22 @@ fn push(out: &mut BytesMut, message: Outgoing) {
             Ok(bytes) => encode(out, KIND_RAFT, |b| b.put_slice(&bytes)),
             Err(e) => tracing::error!("cannot encode a raft message: {e}"),
         },
-        Outgoing::Touch(sessions) => encode(out, KIND_TOUCH, |b| {
-            b.put_u32(sessions.len() as u32);
-            for session in sessions {
+        Outgoing::Report(report) => encode(out, KIND_REPORT, |b| {
+            b.put_u64(report.seq);
+            b.put_u32(report.sessions.len() as u32);
+            for (session, age) in report.sessions {
                 b.put_i64(session);
+                b.put_u32(age);
             }
         }),
+        Outgoing::Ack(seq) => encode(out, KIND_ACK, |b| b.put_u64(seq)),
     }
 }
 
 async fn accept_loop(
     listener: TcpListener,
     deliver: Arc<dyn Fn(PeerEvent) + Send + Sync>,
+    timing: LinkTiming,
     shutdown: CancellationToken,
 ) {
     loop {
@@ -192,7 +333,7 @@ async fn accept_loop(
                 let shutdown = shutdown.clone();
                 tokio::spawn(async move {
                     tokio::select! {
-                        result = receive(stream, &*deliver) => {
+                        result = receive(stream, &*deliver, timing.silence_limit) => {
                             if let Err(e) = result {
                                 tracing::debug!(%peer, "peer stream ended: {e}");
                             }
@@ -217,47 +358,84 @@ enum ReceiveError {
     TooLarge(usize),
     #[error("malformed peer frame")]
     Malformed,
+    #[error("peer silent for {0:?}")]
+    Silent(Duration),
 }
 
 async fn receive(
     mut stream: TcpStream,
     deliver: &(dyn Fn(PeerEvent) + Send + Sync),
+    silence_limit: Duration,
 ) -> Result<(), ReceiveError> {
     let mut buf = BytesMut::with_capacity(64 * 1024);
-    let mut said_hello = false;
+    let mut from = None;
     loop {
         while let Some(frame) = next_frame(&mut buf)? {
-            let mut frame = frame;
-            if frame.is_empty() {
-                return Err(ReceiveError::Malformed);
-            }
-            let kind = frame.get_u8();
-            match kind {
-                KIND_HELLO if frame.len() == 8 => said_hello = true,
-                _ if !said_hello => return Err(ReceiveError::Malformed),
-                KIND_RAFT => {
-                    let message =
-                        Message::parse_from_bytes(&frame).map_err(|_| ReceiveError::Malformed)?;
-                    deliver(PeerEvent::Raft(message));
-                }
-                KIND_TOUCH => {
-                    if frame.len() < 4 {
-                        return Err(ReceiveError::Malformed);
-                    }
-                    let count = frame.get_u32() as usize;
-                    if frame.len() != count * 8 {
-                        return Err(ReceiveError::Malformed);
-                    }
-                    let sessions = (0..count).map(|_| frame.get_i64()).collect();
-                    deliver(PeerEvent::Touch(sessions));
-                }
-                _ => return Err(ReceiveError::Malformed),
+            let event = decode(frame, &mut from)?;
+            if let Some(event) = event {
+                deliver(event);
             }
         }
-        if stream.read_buf(&mut buf).await? == 0 {
+        let read = tokio::time::timeout(silence_limit, stream.read_buf(&mut buf))
+            .await
+            .map_err(|_| ReceiveError::Silent(silence_limit))?;
+        if read? == 0 {
             return Ok(());
         }
     }
+}
+
+/// Decodes one frame; `from` is the peer's id once its hello has arrived (every other
+/// frame before it is refused).
+fn decode(mut frame: Bytes, from: &mut Option<u64>) -> Result<Option<PeerEvent>, ReceiveError> {
+    if frame.is_empty() {
+        return Err(ReceiveError::Malformed);
+    }
+    let kind = frame.get_u8();
+    if kind == KIND_HELLO {
+        if from.is_some() || !(frame.len() == 8 || frame.len() == 9) {
+            return Err(ReceiveError::Malformed);
+        }
+        let id = frame.get_u64();
+        let has_state = frame.first().is_none_or(|flags| flags & 1 == 1);
+        *from = Some(id);
+        return Ok(Some(PeerEvent::Hello {
+            from: id,
+            has_state,
+        }));
+    }
+    let Some(from) = *from else {
+        return Err(ReceiveError::Malformed);
+    };
+    let event = match kind {
+        KIND_RAFT => {
+            PeerEvent::Raft(Message::parse_from_bytes(&frame).map_err(|_| ReceiveError::Malformed)?)
+        }
+        KIND_REPORT => {
+            if frame.len() < 12 {
+                return Err(ReceiveError::Malformed);
+            }
+            let seq = frame.get_u64();
+            let count = frame.get_u32() as usize;
+            if frame.len() != count * 12 {
+                return Err(ReceiveError::Malformed);
+            }
+            let sessions = (0..count)
+                .map(|_| (frame.get_i64(), frame.get_u32()))
+                .collect();
+            PeerEvent::Report {
+                from,
+                report: LivenessReport { seq, sessions },
+            }
+        }
+        KIND_ACK if frame.len() == 8 => PeerEvent::Ack {
+            from,
+            seq: frame.get_u64(),
+        },
+        KIND_KEEPALIVE if frame.is_empty() => return Ok(None),
+        _ => return Err(ReceiveError::Malformed),
+    };
+    Ok(Some(event))
 }
 
 fn next_frame(buf: &mut BytesMut) -> Result<Option<Bytes>, ReceiveError> {
@@ -277,31 +455,5 @@ fn next_frame(buf: &mut BytesMut) -> Result<Option<Bytes>, ReceiveError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frames_round_trip() {
-        let mut out = BytesMut::new();
-        let message = Message {
-            to: 2,
-            term: 7,
-            ..Default::default()
-        };
-        push(&mut out, Outgoing::Raft(message.clone()));
-        push(&mut out, Outgoing::Touch(vec![1, -2]));
-        let mut raft = next_frame(&mut out).unwrap().unwrap();
-        assert_eq!(raft.get_u8(), KIND_RAFT);
-        assert_eq!(Message::parse_from_bytes(&raft).unwrap(), message);
-        let mut touch = next_frame(&mut out).unwrap().unwrap();
-        assert_eq!(touch.get_u8(), KIND_TOUCH);
-        assert_eq!(touch.get_u32(), 2);
-        assert!(next_frame(&mut out).unwrap().is_none());
-    }
-
-    #[test]
-    fn oversized_frames_are_refused() {
-        let mut buf = BytesMut::from(&[0xff, 0xff, 0xff, 0xff][..]);
-        assert!(next_frame(&mut buf).is_err());
-    }
-}
+#[path = "transport/tests.rs"]
+mod tests;

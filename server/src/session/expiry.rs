@@ -1,6 +1,5 @@
-//! When each session expires unless its client is heard from. Only the leader acts on
-//! it; every server keeps one so that a new leader can start from fresh deadlines (as
-//! ZooKeeper does after an election).
+//! When each session expires unless its client is heard from: the leader's clock (a
+//! pure structure; the liveness task owns the one instance and feeds it).
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -10,8 +9,6 @@ pub struct ExpiryTracker {
     deadlines: HashMap<i64, (Instant, Duration)>,
     /// Sessions whose expiry has been proposed but not yet applied.
     expiring: HashSet<i64>,
-    /// Sessions heard from since the last report to the leader.
-    touched: HashSet<i64>,
 }
 
 impl ExpiryTracker {
@@ -21,24 +18,17 @@ impl ExpiryTracker {
         self.expiring.remove(&session);
     }
 
-    /// The client was heard from: its deadline moves a full timeout ahead.
-    pub fn touch(&mut self, session: i64, now: Instant) {
+    /// The client was heard from at `heard`: its deadline is a full timeout after
+    /// that, unless it already was later (reports may arrive out of order).
+    pub fn touch(&mut self, session: i64, heard: Instant) {
         if let Some((deadline, timeout)) = self.deadlines.get_mut(&session) {
-            *deadline = now + *timeout;
-            self.touched.insert(session);
+            *deadline = (*deadline).max(heard + *timeout);
         }
-    }
-
-    /// The sessions heard from since the last call: a follower reports them to the
-    /// leader, whose clock is the one that counts.
-    pub fn take_touched(&mut self) -> Vec<i64> {
-        self.touched.drain().collect()
     }
 
     pub fn remove(&mut self, session: i64) {
         self.deadlines.remove(&session);
         self.expiring.remove(&session);
-        self.touched.remove(&session);
     }
 
     /// Sessions past their deadline that have not been reported yet; each is reported
@@ -57,7 +47,6 @@ impl ExpiryTracker {
     pub fn clear(&mut self) {
         self.deadlines.clear();
         self.expiring.clear();
-        self.touched.clear();
     }
 
     /// Gives every session a full timeout from now: after a leader change nobody knows
@@ -95,5 +84,18 @@ mod tests {
         assert!(tracker.take_expired(t0 + Duration::from_secs(4)).is_empty());
         tracker.remove(1);
         assert_eq!(tracker.take_expired(t0 + Duration::from_secs(11)), vec![2]);
+    }
+
+    #[test]
+    fn an_older_report_does_not_pull_a_deadline_back() {
+        let t0 = Instant::now();
+        let mut tracker = ExpiryTracker::default();
+        tracker.add(1, Duration::from_secs(2), t0);
+        tracker.touch(1, t0 + Duration::from_secs(3));
+        tracker.touch(1, t0 + Duration::from_secs(1));
+        assert!(tracker
+            .take_expired(t0 + Duration::from_millis(4900))
+            .is_empty());
+        assert_eq!(tracker.take_expired(t0 + Duration::from_secs(5)), vec![1]);
     }
 }

@@ -23,6 +23,22 @@ pub struct Session {
     /// The server holding the session's connection: writes proposed by any other
     /// server for it are refused with SessionMoved.
     pub owner: u64,
+    /// The connection (on `owner`) whose writes the session executes now. A write
+    /// from an earlier connection is refused: its client has already been told that
+    /// connection's outcome is unknown.
+    pub conn: u64,
+    /// The sequence number the next write of `conn` must carry. A gap means a write of
+    /// that connection was lost on its way; executing a later one would break the rule
+    /// that what a session executed is a prefix of what it sent.
+    pub next_seq: u64,
+}
+
+impl Session {
+    /// Whether a write sent by `conn` as its `seq`-th is the one this session executes
+    /// next.
+    pub fn admits(&self, conn: u64, seq: u64) -> bool {
+        self.conn == conn && self.next_seq == seq
+    }
 }
 
 /// The replicated session table.

@@ -21,7 +21,7 @@ pub mod snapshot;
 pub mod storage;
 pub mod txnlog;
 
-pub use storage::{DurableStorage, Opened, StoreConfig, StoreError};
+pub use storage::{DurableStorage, Opened, RaftStateOnDisk, StoreConfig, StoreError};
 
 /// Ends the process after a failed write, fsync, rename or delete that may have left the
 /// disk in a state this process no longer knows.

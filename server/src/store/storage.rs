@@ -109,8 +109,24 @@ pub enum StoreError {
     SnapshotOutOfDate { index: u64, compacted: u64 },
 }
 
+/// What the store found of this server's raft state at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RaftStateOnDisk {
+    /// Hard state and the log it covers are there.
+    Intact,
+    /// Nothing at all: a new server, or one whose both directories were wiped.
+    Blank,
+    /// The log survived but the hard state (term, vote) did not: dataDir was lost.
+    LostHardState { log_last: u64 },
+    /// The hard state records commits past the end of the log: dataLogDir was lost
+    /// (or entries fsynced under forceSync=no).
+    LostLog { commit: u64, log_last: u64 },
+}
+
 /// What [`DurableStorage::open`] found on disk.
 pub struct Opened {
+    /// Whether the raft state (term, vote, log) survived, for the vote guard.
+    pub raft_state: RaftStateOnDisk,
     pub storage: DurableStorage,
     /// The snapshot to restore the state machine from; `None` for an empty data dir.
     pub snapshot: Option<LoadedSnapshot>,
@@ -204,7 +220,8 @@ impl DurableStorage {
                 );
             }
         }
-        let mut hard_state = meta.hard_state()?.unwrap_or_default();
+        let recorded_hard_state = meta.hard_state()?;
+        let mut hard_state = recorded_hard_state.clone().unwrap_or_default();
         let mut flushed_vote = (hard_state.term, hard_state.vote);
         let hook_meta = meta.clone();
         let on_durable = Box::new(move |durable: Durable| {
@@ -240,6 +257,17 @@ impl DurableStorage {
         };
         // The commit index is recorded lazily (see meta): it may lag, but never behind
         // the snapshot, which only holds committed entries.
+        let raft_state = match &recorded_hard_state {
+            None if newest.snapshot.is_none() && entries.is_empty() => RaftStateOnDisk::Blank,
+            None => RaftStateOnDisk::LostHardState {
+                log_last: last_index,
+            },
+            Some(hs) if hs.commit > last_index => RaftStateOnDisk::LostLog {
+                commit: hs.commit,
+                log_last: last_index,
+            },
+            Some(_) => RaftStateOnDisk::Intact,
+        };
         hard_state.term = hard_state.term.max(after.term);
         hard_state.commit = hard_state.commit.max(after.index);
         if hard_state.commit > last_index {
@@ -259,6 +287,7 @@ impl DurableStorage {
             snapshot: snapshot_metadata,
         };
         Ok(Opened {
+            raft_state,
             storage: DurableStorage {
                 core: Arc::new(RwLock::new(core)),
                 shared: Arc::new(Shared {

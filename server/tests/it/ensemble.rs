@@ -10,19 +10,44 @@ use paddock_wire::{
 
 use crate::support::{kazoo_hosts, mntr, read_frame, Ensemble, RawClient, Server};
 
+/// A create's result; ConnectionLoss when the server closed the connection instead of
+/// answering (as it does when a write's outcome is unknown, or it left the quorum).
 fn create(client: &mut RawClient, xid: i32, path: &str, mode: CreateMode) -> ErrorCode {
+    let request = Request::Create(CreateRequest {
+        path: path.into(),
+        data: Bytes::from_static(b"v"),
+        acl: Acl::open_unsafe(),
+        flags: mode.flags(),
+    });
     client
-        .call(
-            xid,
-            &Request::Create(CreateRequest {
-                path: path.into(),
-                data: Bytes::from_static(b"v"),
-                acl: Acl::open_unsafe(),
-                flags: mode.flags(),
-            }),
-        )
-        .0
-        .err
+        .try_call(xid, &request)
+        .map_or(ErrorCode::ConnectionLoss, |(header, _)| header.err)
+}
+
+/// Creates `path` through `addr` until it is acknowledged, opening a new session
+/// whenever the server closes the connection or refuses one; panics after `limit`.
+fn create_until_acknowledged(addr: std::net::SocketAddr, path: &str, limit: Duration) -> RawClient {
+    let deadline = Instant::now() + limit;
+    let mut xid = 1000;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "{path} not acknowledged within {limit:?}"
+        );
+        let Some(mut client) = RawClient::try_connect(addr) else {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        loop {
+            xid += 1;
+            match create(&mut client, xid, path, CreateMode::Persistent) {
+                ErrorCode::Ok => return client,
+                ErrorCode::ConnectionLoss => break,
+                code => assert!(Instant::now() < deadline, "no recovery: {code:?}"),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 fn exists(client: &mut RawClient, xid: i32, path: &str) -> bool {
@@ -171,16 +196,8 @@ fn a_minority_acknowledges_no_write_and_the_majority_recovers() {
     assert_ne!(during, ErrorCode::Ok, "a minority acknowledged a write");
     ensemble.servers[1].signal("CONT");
     ensemble.servers[2].signal("CONT");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut xid = 10;
-    loop {
-        xid += 1;
-        match create(&mut client, xid, "/after", CreateMode::Persistent) {
-            ErrorCode::Ok => break,
-            code => assert!(Instant::now() < deadline, "no recovery: {code:?}"),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let addr = ensemble.servers[0].addr;
+    let mut client = create_until_acknowledged(addr, "/after", Duration::from_secs(20));
     assert!(exists(&mut client, 100, "/before"));
     let all: Vec<&Server> = ensemble.servers.iter().collect();
     assert_converges(&all);
@@ -200,18 +217,9 @@ fn killing_the_leader_elects_another_and_loses_no_acknowledged_write() {
         }
     }
     ensemble.servers[leader].signal("KILL");
-    let killed_at = Instant::now();
-    let mut xid = 100;
-    loop {
-        xid += 1;
-        if create(&mut client, xid, "/after-kill", CreateMode::Persistent) == ErrorCode::Ok {
-            break;
-        }
-        assert!(
-            killed_at.elapsed() < Duration::from_secs(15),
-            "no write accepted after the leader died"
-        );
-    }
+    drop(client);
+    let addr = ensemble.servers[survivor].addr;
+    let mut client = create_until_acknowledged(addr, "/after-kill", Duration::from_secs(15));
     let new_leader = ensemble.wait_for_leader(Duration::from_secs(10));
     assert_ne!(new_leader, leader);
     assert_eq!(sync(&mut client, 500), ErrorCode::Ok);
@@ -438,4 +446,89 @@ fn a_session_that_moves_to_another_server_leaves_its_old_connection() {
     assert!(read_frame(&mut first.stream).is_none());
     // The session, and its ephemeral node, carry on through server 1.
     assert!(exists(&mut second, 1, "/moved"));
+}
+
+/// A server cut off from its peers must stop serving: close its clients' connections
+/// and take no new session until it is back in a quorum. Otherwise a client there
+/// keeps believing in its session (and its ephemeral lock node) while the majority
+/// expires it and grants the lock to someone else (found by an outside fault test: a
+/// kazoo Lock held by two clients for ~10 s). Here the two peers are paused; the
+/// remaining server's clients can still reach it.
+#[test]
+fn a_server_cut_off_from_its_peers_closes_its_clients_and_refuses_new_ones() {
+    let ensemble = Ensemble::start(3, 0);
+    let mut client = RawClient::connect(ensemble.servers[0].addr);
+    assert_eq!(
+        create(&mut client, 1, "/before", CreateMode::Persistent),
+        ErrorCode::Ok
+    );
+    ensemble.servers[1].signal("STOP");
+    ensemble.servers[2].signal("STOP");
+    // Pings only: an idle client must be told too. Bounded by the 10 s read timeout.
+    let mut xid = 1;
+    let closed = loop {
+        xid += 1;
+        match client.try_call(xid, &Request::Ping) {
+            None => break true,
+            Some(_) if xid > 200 => break false,
+            Some(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let refused = RawClient::try_connect(ensemble.servers[0].addr).is_none();
+    ensemble.servers[1].signal("CONT");
+    ensemble.servers[2].signal("CONT");
+    assert!(closed, "a client of the cut-off server was never told");
+    assert!(refused, "the cut-off server took a new session");
+    // Back in the quorum, it serves again.
+    let addr = ensemble.servers[0].addr;
+    let mut client = create_until_acknowledged(addr, "/after", Duration::from_secs(20));
+    assert!(exists(&mut client, 2, "/before"));
+}
+
+/// A server whose data was wiped must not vote until it has caught up: otherwise it can
+/// help elect a leader that lacks a committed write. Here W is committed by A and B
+/// while C is paused; B is wiped and A is killed; C (without W) and the blank B are a
+/// majority. Before the vote guard, B voted for C and W was lost once A came back.
+#[test]
+fn a_wiped_server_does_not_help_elect_a_leader_that_lacks_a_committed_write() {
+    let mut ensemble = Ensemble::start(3, 0);
+    ensemble.servers[2].signal("STOP");
+    let a = ensemble.servers[0].addr;
+    drop(create_until_acknowledged(a, "/w", Duration::from_secs(20)));
+    ensemble.servers[0].kill();
+    ensemble.servers[1].kill();
+    ensemble.servers[1].wipe();
+    ensemble.servers[2].signal("CONT");
+    ensemble.servers[1].restart();
+    // B and C must not commit anything between them: try for a while through both.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut xid = 1;
+    while Instant::now() < deadline {
+        for i in [1, 2] {
+            let Some(mut client) = RawClient::try_connect(ensemble.servers[i].addr) else {
+                continue;
+            };
+            xid += 1;
+            let code = create(&mut client, xid, "/by-b-and-c", CreateMode::Persistent);
+            assert_ne!(
+                code,
+                ErrorCode::Ok,
+                "a wiped server helped server {} lead without the committed write; B's log:\n{}",
+                i + 1,
+                ensemble.servers[1].log_text()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ensemble.servers[0].restart();
+    let mut client = create_until_acknowledged(a, "/after", Duration::from_secs(30));
+    assert_eq!(sync(&mut client, 2), ErrorCode::Ok);
+    assert!(exists(&mut client, 3, "/w"), "the committed write was lost");
+    let all: Vec<&Server> = ensemble.servers.iter().collect();
+    assert_converges(&all);
+    let log = ensemble.servers[1].log_text();
+    assert!(
+        log.contains("votes again"),
+        "the wiped server never rejoined as a voter:\n{log}"
+    );
 }
