@@ -20,7 +20,8 @@ use crate::image::Image;
 use crate::liveness::{self, LivenessEvent};
 use crate::server::{now_millis, Settings, Shared};
 use crate::state_machine::install;
-use crate::state_machine::StateMachine;
+use crate::state_machine::{SnapshotInbox, StateMachine};
+use crate::store::snapshot::SnapshotDir;
 use crate::store::txnlog::LogConfig;
 use crate::store::{DurableStorage, Opened, StoreConfig};
 use crate::txn::TxnKind;
@@ -96,6 +97,7 @@ impl Daemon {
             install(&shared, image);
         }
         let storage = opened.storage;
+        let inbox = SnapshotInbox::default();
         let last_index = raft::Storage::last_index(&storage).unwrap_or(0);
         shared
             .replay_to
@@ -109,6 +111,7 @@ impl Daemon {
                     &shared,
                     proposer.clone(),
                     consensus_config.has_state.clone(),
+                    inbox.clone(),
                 )
                 .await?,
             ),
@@ -124,7 +127,7 @@ impl Daemon {
             storage.clone(),
             status,
             transport.clone(),
-            StateMachine::new(shared.clone()),
+            StateMachine::new(shared.clone(), inbox),
         )?;
         *shared.log_stats.lock() = Some(storage.log_stats().clone());
         let tasks = vec![
@@ -267,6 +270,7 @@ async fn start_transport(
     shared: &Arc<Shared>,
     proposer: Proposer,
     has_state: Arc<std::sync::atomic::AtomicBool>,
+    inbox: SnapshotInbox,
 ) -> anyhow::Result<Transport> {
     let mut peers = HashMap::new();
     for server in ensemble.servers.values() {
@@ -283,6 +287,8 @@ async fn start_transport(
         me
     };
     let liveness = shared.liveness.clone();
+    let snapshots = SnapshotDir::open(&config.data_dir)
+        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", config.data_dir.display()))?;
     let me = Identity {
         id: config.server_id,
         has_state,
@@ -292,6 +298,7 @@ async fn start_transport(
         listen,
         peers,
         LinkTiming::from_tick_time(config.tick_time),
+        snapshots,
         move |event| match event {
             PeerEvent::Raft(message) => proposer.step(message),
             PeerEvent::Hello { from, has_state } => proposer.hello(from, has_state),
@@ -299,6 +306,15 @@ async fn start_transport(
                 liveness.send(LivenessEvent::Report { from, report })
             }
             PeerEvent::Ack { from, seq } => liveness.send(LivenessEvent::Ack { from, seq }),
+            PeerEvent::SnapshotSent { to, ok } => proposer.report_snapshot(to, ok),
+            PeerEvent::Snapshot { message, snapshot } => {
+                // Decoded here, off the raft thread; raft installs it with a swap.
+                let (inbox, proposer) = (inbox.clone(), proposer.clone());
+                tokio::task::spawn_blocking(move || {
+                    inbox.prepare(&snapshot);
+                    proposer.step(message);
+                });
+            }
         },
         shared.shutdown.clone(),
     )

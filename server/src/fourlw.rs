@@ -64,9 +64,9 @@ fn mode(shared: &Shared) -> &'static str {
 /// What ZooKeeper answers `srvr`, `stat` and `mntr` with while it has no quorum.
 const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests\n";
 
-/// An ensemble member with no known leader cannot commit anything.
+/// A server out of touch with a quorum (electing, or cut off) serves no clients.
 fn serving(shared: &Shared) -> bool {
-    shared.settings.standalone || shared.status.leader() != 0
+    shared.is_serving()
 }
 
 fn srvr(shared: &Shared, with_clients: bool) -> String {

@@ -8,18 +8,18 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use std::time::Duration;
 
 use paddock_wire::KeeperState;
 use paddock_wire::{EventType, Response, WatcherEvent};
-use raft::prelude::Entry;
+use raft::prelude::{Entry, Snapshot};
 
 use crate::apply::{apply, Effect, Rules};
 use crate::consensus::{Applier, SnapshotWriter};
 use crate::image::Image;
 use crate::liveness::LivenessEvent;
 use crate::server::{ConnId, Outbound, Shared};
+use crate::store::snapshot::{LoadedSnapshot, SnapshotDir};
 use crate::tree::WatchTrigger;
 use crate::txn::Txn;
 use crate::wait::Applied;
@@ -28,14 +28,53 @@ use crate::watch::{Change, WatchRegistry};
 pub struct StateMachine {
     shared: Arc<Shared>,
     rules: Rules,
+    inbox: SnapshotInbox,
+}
+
+/// A snapshot streamed from the leader, decoded off the raft thread before raft sees
+/// its message, so that installing it is a swap.
+#[derive(Clone, Default)]
+pub struct SnapshotInbox {
+    prepared: Arc<parking_lot::Mutex<Option<(u64, Image)>>>,
+}
+
+impl SnapshotInbox {
+    /// Decodes `snapshot` and keeps it for the raft thread. An undecodable one is left
+    /// for `restore` to find (and fail on) again.
+    pub fn prepare(&self, snapshot: &LoadedSnapshot) {
+        match Image::read_from(snapshot.payload.clone()) {
+            Ok(image) => *self.prepared.lock() = Some((snapshot.metadata.index, image)),
+            Err(e) => tracing::error!(
+                "cannot read the snapshot {} from the leader: {e}",
+                snapshot.path.display()
+            ),
+        }
+    }
+
+    fn take(&self, index: u64) -> Option<Image> {
+        let mut prepared = self.prepared.lock();
+        match prepared.take() {
+            Some((at, image)) if at == index => Some(image),
+            // Older than the one raft installs: of no use any more.
+            Some((at, _)) if at < index => None,
+            other => {
+                *prepared = other;
+                None
+            }
+        }
+    }
 }
 
 impl StateMachine {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    pub fn new(shared: Arc<Shared>, inbox: SnapshotInbox) -> Self {
         let rules = Rules {
             extended_types: shared.settings.extended_types,
         };
-        StateMachine { shared, rules }
+        StateMachine {
+            shared,
+            rules,
+            inbox,
+        }
     }
 }
 
@@ -96,9 +135,43 @@ impl Applier for StateMachine {
         }
     }
 
-    fn restore(&mut self, payload: &[u8]) {
-        match Image::read_from(Bytes::copy_from_slice(payload)) {
-            Ok(image) => install(&self.shared, image),
+    fn restore(&mut self, snapshot: &Snapshot) {
+        let index = snapshot.get_metadata().index;
+        let image = if !snapshot.data.is_empty() {
+            Image::read_from(snapshot.data.clone())
+        } else if let Some(image) = self.inbox.take(index) {
+            Ok(image)
+        } else {
+            // Not prepared (it could not be decoded then): read the file here.
+            let data_dir = &self.shared.settings.data_dir;
+            match SnapshotDir::open(data_dir).and_then(|dir| dir.load_index(index)) {
+                Ok(Some(loaded)) => Image::read_from(loaded.payload),
+                Ok(None) => {
+                    tracing::error!(
+                        "the snapshot at {index} is not in {}; exiting",
+                        data_dir.display()
+                    );
+                    std::process::exit(1);
+                }
+                Err(e) => {
+                    tracing::error!("cannot read the snapshot at {index}: {e}; exiting");
+                    std::process::exit(1);
+                }
+            }
+        };
+        match image {
+            Ok(image) => {
+                install(&self.shared, image);
+                // As a ZooKeeper follower that resyncs: its clients reconnect, so that
+                // setWatches delivers the events of what changed inside the snapshot,
+                // and sessions that expired meanwhile learn it. Their pending writes'
+                // outcomes are unknown to them, as after any connection loss.
+                let closed = self.shared.conns.close_all();
+                tracing::info!(
+                    "installed the leader's snapshot at {index}: closed {closed} client \
+                     connections so that they re-sync"
+                );
+            }
             Err(e) => {
                 // The snapshot's checksum held, so this is a bug or a foreign format:
                 // carrying on would fork this replica.

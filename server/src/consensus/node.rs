@@ -12,8 +12,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use raft::prelude::{Entry, EntryType, Message, MessageType};
-use raft::{RawNode, StateRole};
+use raft::prelude::{Entry, EntryType, Message, MessageType, Snapshot};
+use raft::{RawNode, SnapshotStatus, StateRole};
 
 use crate::monotonic::AtomicInstant;
 use crate::store::DurableStorage;
@@ -30,8 +30,9 @@ pub trait Applier: Send + 'static {
     /// A read-index request is confirmed and everything up to its index is applied:
     /// a read now sees every write committed before it was asked for.
     fn read_ready(&mut self, request: u64);
-    /// Replaces the whole state with a snapshot's payload (one the leader sent).
-    fn restore(&mut self, payload: &[u8]);
+    /// Replaces the whole state with a snapshot the leader sent: its payload is in the
+    /// message, or (streamed) in dataDir under the snapshot's index.
+    fn restore(&mut self, snapshot: &Snapshot);
     /// A consistent image of the state as of the last applied entry, taken now and
     /// written out later, off the raft thread.
     fn image(&mut self) -> SnapshotWriter;
@@ -75,6 +76,11 @@ enum Input {
         from: u64,
         has_state: bool,
     },
+    /// Our snapshot stream to `to` ended, delivered or not.
+    SnapshotReport {
+        to: u64,
+        ok: bool,
+    },
 }
 
 /// The cheap handle other threads use to reach the raft thread.
@@ -105,6 +111,12 @@ impl Proposer {
     /// Hands a message from a peer to raft.
     pub fn step(&self, message: Message) {
         let _ = self.tx.send(Input::Peer(message));
+    }
+
+    /// Tells raft how streaming a snapshot to `to` ended: until it hears, it sends that
+    /// follower nothing more.
+    pub fn report_snapshot(&self, to: u64, ok: bool) {
+        let _ = self.tx.send(Input::SnapshotReport { to, ok });
     }
 
     /// Passes on a peer's hello (for the vote guard of a server that lost its state).
@@ -259,7 +271,15 @@ impl Consensus {
             .name("raft".into())
             // Debug builds of raft-rs and the persistent maps use deep frames.
             .stack_size(32 * 1024 * 1024)
-            .spawn(move || raft_loop.run())
+            .spawn(move || {
+                // A panic here would leave a server that answers clients but never
+                // commits: end the process instead.
+                let ran =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| raft_loop.run()));
+                if ran.is_err() {
+                    fatal("the raft thread panicked");
+                }
+            })
             .map_err(raft::Error::Io)?;
         Ok(Consensus {
             stop,
@@ -474,6 +494,15 @@ impl<A: Applier> RaftLoop<A> {
                 self.guard.peer_hello(from, has_state);
                 Ok(())
             }
+            Input::SnapshotReport { to, ok } => {
+                let status = if ok {
+                    SnapshotStatus::Finish
+                } else {
+                    SnapshotStatus::Failure
+                };
+                self.node.report_snapshot(to, status);
+                Ok(())
+            }
             Input::SnapshotWritten(index) => {
                 self.snapshots.written(index);
                 // Keep some log behind the snapshot so a follower a little behind
@@ -528,9 +557,10 @@ impl<A: Applier> RaftLoop<A> {
             }
             let index = ready.snapshot().get_metadata().index;
             tracing::info!("installed a snapshot at index {index} from the leader");
-            self.applier.restore(ready.snapshot().get_data());
+            self.applier.restore(ready.snapshot());
             self.applied = index;
             self.status.applied.store(index, Ordering::Release);
+            self.release_reads();
             self.snapshots.installed(index);
             self.snapshot_ready = Some(ready.number());
         }
@@ -624,6 +654,11 @@ impl<A: Applier> RaftLoop<A> {
         }
         self.applied = last_index;
         self.status.applied.store(last_index, Ordering::Release);
+        self.release_reads();
+    }
+
+    /// Confirms the reads waiting for an index now applied.
+    fn release_reads(&mut self) {
         let applied = self.applied;
         let (ready, waiting): (Vec<_>, Vec<_>) = self
             .pending_reads

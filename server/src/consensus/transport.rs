@@ -9,6 +9,14 @@
 //! flags u8`, bit 0: the sender has raft state), the first frame on every connection;
 //! 4 the leader's acknowledgement of a report (`seq u64`); 5 a keepalive (empty).
 //!
+//! Snapshots travel on a connection of their own, so heartbeats and appends go on
+//! meanwhile: after the hello, 6 begins one (`file_len u64 | the raft MsgSnapshot`,
+//! protobuf, metadata only), 7 carries the next chunk of the snapshot file (up to 1
+//! MiB, in order), 8 ends it; the receiver writes the file to dataDir, fsyncs and
+//! verifies it (the file carries its own CRC), then answers 9 (`ok u8`) and hands the
+//! message to raft. The leader reports the outcome to raft (`report_snapshot`): a
+//! failed or stalled transfer starts again from the beginning when raft retries.
+//!
 //! Sending never blocks the raft loop: each peer has a bounded queue drained by its own
 //! task, which batches what is queued into one write and reconnects with backoff. A
 //! full queue drops the message; raft retransmits.
@@ -21,17 +29,20 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use protobuf::Message as _;
-use raft::prelude::Message;
+use raft::prelude::{Message, MessageType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+use crate::store::snapshot::{snapshot_name, LoadedSnapshot, SnapshotDir};
 
 /// Messages waiting for one peer before new ones are dropped.
 const PEER_QUEUE: usize = 4096;
@@ -43,6 +54,13 @@ const KIND_REPORT: u8 = 2;
 const KIND_HELLO: u8 = 3;
 const KIND_ACK: u8 = 4;
 const KIND_KEEPALIVE: u8 = 5;
+const KIND_SNAPSHOT_BEGIN: u8 = 6;
+const KIND_SNAPSHOT_CHUNK: u8 = 7;
+const KIND_SNAPSHOT_END: u8 = 8;
+const KIND_SNAPSHOT_DONE: u8 = 9;
+
+/// Bytes of snapshot file per chunk frame.
+const SNAPSHOT_CHUNK: usize = 1024 * 1024;
 
 /// How long a link may be silent or stuck, all derived from tickTime.
 #[derive(Debug, Clone, Copy)]
@@ -99,6 +117,18 @@ pub enum PeerEvent {
         from: u64,
         seq: u64,
     },
+    /// A snapshot streamed from the leader arrived whole and verified, now under its
+    /// final name in dataDir; `message` is raft's MsgSnapshot (metadata only).
+    Snapshot {
+        message: Message,
+        snapshot: LoadedSnapshot,
+    },
+    /// Our stream of a snapshot to `to` ended: raft must hear of it
+    /// (`report_snapshot`), or it never sends that follower anything again.
+    SnapshotSent {
+        to: u64,
+        ok: bool,
+    },
 }
 
 enum Outgoing {
@@ -111,7 +141,20 @@ enum Outgoing {
 #[derive(Clone)]
 pub struct Transport {
     peers: Arc<HashMap<u64, mpsc::Sender<Outgoing>>>,
+    streams: Arc<SnapshotStreams>,
 }
+
+/// What streaming a snapshot to a peer needs.
+struct SnapshotStreams {
+    /// The raft thread asks for streams; they run on the server's runtime.
+    runtime: tokio::runtime::Handle,
+    links: HashMap<u64, Link>,
+    snapshots: SnapshotDir,
+    deliver: Deliver,
+    shutdown: CancellationToken,
+}
+
+type Deliver = Arc<dyn Fn(PeerEvent) + Send + Sync>;
 
 /// Who this server is on its peer links.
 #[derive(Debug, Clone)]
@@ -131,17 +174,21 @@ impl Transport {
         listen: SocketAddr,
         peers: HashMap<u64, SocketAddr>,
         timing: LinkTiming,
+        snapshots: SnapshotDir,
         deliver: impl Fn(PeerEvent) + Send + Sync + 'static,
         shutdown: CancellationToken,
     ) -> std::io::Result<Transport> {
+        let deliver: Deliver = Arc::new(deliver);
         let listener = TcpListener::bind(listen).await?;
         tokio::spawn(accept_loop(
             listener,
-            Arc::new(deliver),
+            deliver.clone(),
             timing,
+            snapshots.clone(),
             shutdown.clone(),
         ));
         let mut senders = HashMap::new();
+        let mut links = HashMap::new();
         for (id, addr) in peers {
             if id == me.id {
                 continue;
@@ -153,17 +200,30 @@ impl Transport {
                 addr,
                 timing,
             };
+            links.insert(id, link.clone());
             tokio::spawn(link.run(rx, shutdown.clone()));
             senders.insert(id, tx);
         }
         Ok(Transport {
             peers: Arc::new(senders),
+            streams: Arc::new(SnapshotStreams {
+                runtime: tokio::runtime::Handle::current(),
+                links,
+                snapshots,
+                deliver,
+                shutdown,
+            }),
         })
     }
 
-    /// Queues raft messages for their peers; never blocks.
+    /// Queues raft messages for their peers; never blocks. A snapshot goes on a
+    /// connection of its own (see the module docs).
     pub fn send(&self, messages: Vec<Message>) {
         for message in messages {
+            if message.get_msg_type() == MessageType::MsgSnapshot {
+                self.stream_snapshot(message);
+                continue;
+            }
             if let Some(peer) = self.peers.get(&message.to) {
                 // Full or closed: drop it, raft retransmits what matters.
                 let _ = peer.try_send(Outgoing::Raft(message));
@@ -187,6 +247,43 @@ impl Transport {
     }
 }
 
+impl Transport {
+    /// Streams the snapshot file `message` names to its peer, in the background, and
+    /// reports the outcome as [`PeerEvent::SnapshotSent`].
+    fn stream_snapshot(&self, message: Message) {
+        let streams = self.streams.clone();
+        let to = message.to;
+        let Some(link) = streams.links.get(&to).cloned() else {
+            return;
+        };
+        let runtime = streams.runtime.clone();
+        runtime.spawn(async move {
+            let index = message.get_snapshot().get_metadata().index;
+            let path = streams.snapshots.path().join(snapshot_name(index));
+            let started = std::time::Instant::now();
+            let sent = tokio::select! {
+                sent = link.send_snapshot(message, &path) => sent,
+                _ = streams.shutdown.cancelled() => return,
+            };
+            let ok = match sent {
+                Ok(bytes) => {
+                    tracing::info!(
+                        peer = to,
+                        "sent snapshot {index} ({bytes} bytes) in {:?}",
+                        started.elapsed()
+                    );
+                    true
+                }
+                Err(e) => {
+                    tracing::warn!(peer = to, "sending snapshot {index} failed: {e}");
+                    false
+                }
+            };
+            (streams.deliver)(PeerEvent::SnapshotSent { to, ok });
+        });
+    }
+}
+
 fn encode(out: &mut BytesMut, kind: u8, payload: impl FnOnce(&mut BytesMut)) {
     let start = out.len();
     out.put_u32(0);
@@ -197,6 +294,7 @@ fn encode(out: &mut BytesMut, kind: u8, payload: impl FnOnce(&mut BytesMut)) {
 }
 
 /// The connection to one peer, and what it sends there.
+#[derive(Clone)]
 struct Link {
     me: Identity,
     peer: u64,
@@ -244,6 +342,76 @@ impl Link {
         }
     }
 
+    /// Streams the snapshot file at `path` on a new connection; the bytes sent once
+    /// the peer confirmed it has the file, verified.
+    async fn send_snapshot(&self, message: Message, path: &Path) -> std::io::Result<u64> {
+        let mut file = tokio::fs::File::open(path).await?;
+        let len = file.metadata().await?.len();
+        let mut stream = self.connect().await?;
+        let mut out = BytesMut::with_capacity(SNAPSHOT_CHUNK + 64);
+        self.hello(&mut out);
+        let header = message
+            .write_to_bytes()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        encode(&mut out, KIND_SNAPSHOT_BEGIN, |b| {
+            b.put_u64(len);
+            b.put_slice(&header);
+        });
+        let mut sent = 0u64;
+        let mut chunk = vec![0u8; SNAPSHOT_CHUNK];
+        loop {
+            self.write_bounded(&mut stream, &out).await?;
+            out.clear();
+            if sent == len {
+                break;
+            }
+            let n = file.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the snapshot file shrank while being sent",
+                ));
+            }
+            sent += n as u64;
+            encode(&mut out, KIND_SNAPSHOT_CHUNK, |b| b.put_slice(&chunk[..n]));
+            if sent == len {
+                encode(&mut out, KIND_SNAPSHOT_END, |_| {});
+            }
+        }
+        // The receiver fsyncs and verifies the whole file before it answers.
+        let answer_limit = self.timing.stall_limit * 4 + Duration::from_secs(60);
+        let mut reply = BytesMut::new();
+        let frame = tokio::time::timeout(answer_limit, async {
+            loop {
+                if let Some(frame) = next_frame(&mut reply).map_err(std::io::Error::other)? {
+                    return Ok::<Bytes, std::io::Error>(frame);
+                }
+                if stream.read_buf(&mut reply).await? == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+        })
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer"))??;
+        match frame.as_ref() {
+            [KIND_SNAPSHOT_DONE, 1] => Ok(sent),
+            _ => Err(std::io::Error::other("the peer refused the snapshot")),
+        }
+    }
+
+    fn hello(&self, out: &mut BytesMut) {
+        encode(out, KIND_HELLO, |b| {
+            b.put_u64(self.me.id);
+            b.put_u8(u8::from(self.me.has_state.load(Ordering::Acquire)));
+        });
+    }
+
+    async fn write_bounded(&self, stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+        tokio::time::timeout(self.timing.stall_limit, stream.write_all(bytes))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "write stalled"))?
+    }
+
     async fn connect(&self) -> std::io::Result<TcpStream> {
         let stream = tokio::time::timeout(self.timing.stall_limit, TcpStream::connect(self.addr))
             .await
@@ -264,17 +432,10 @@ impl Link {
         shutdown: &CancellationToken,
     ) -> std::io::Result<()> {
         let mut out = BytesMut::with_capacity(64 * 1024);
-        encode(&mut out, KIND_HELLO, |b| {
-            b.put_u64(self.me.id);
-            b.put_u8(u8::from(self.me.has_state.load(Ordering::Acquire)));
-        });
+        self.hello(&mut out);
         loop {
             if !out.is_empty() {
-                tokio::time::timeout(self.timing.stall_limit, stream.write_all(&out))
-                    .await
-                    .map_err(|_| {
-                        std::io::Error::new(std::io::ErrorKind::TimedOut, "write stalled")
-                    })??;
+                self.write_bounded(&mut stream, &out).await?;
                 out.clear();
             }
             let first = tokio::select! {
@@ -318,8 +479,9 @@ fn push(out: &mut BytesMut, message: Outgoing) {
 
 async fn accept_loop(
     listener: TcpListener,
-    deliver: Arc<dyn Fn(PeerEvent) + Send + Sync>,
+    deliver: Deliver,
     timing: LinkTiming,
+    snapshots: SnapshotDir,
     shutdown: CancellationToken,
 ) {
     loop {
@@ -331,9 +493,15 @@ async fn accept_loop(
             Ok((stream, peer)) => {
                 let deliver = deliver.clone();
                 let shutdown = shutdown.clone();
+                let snapshots = snapshots.clone();
                 tokio::spawn(async move {
+                    let receiver = Receiver {
+                        deliver: &*deliver,
+                        silence_limit: timing.silence_limit,
+                        snapshots: &snapshots,
+                    };
                     tokio::select! {
-                        result = receive(stream, &*deliver, timing.silence_limit) => {
+                        result = receiver.run(stream) => {
                             if let Err(e) = result {
                                 tracing::debug!(%peer, "peer stream ended: {e}");
                             }
@@ -360,27 +528,157 @@ enum ReceiveError {
     Malformed,
     #[error("peer silent for {0:?}")]
     Silent(Duration),
+    #[error("snapshot from the leader: {0}")]
+    Snapshot(String),
 }
 
-async fn receive(
-    mut stream: TcpStream,
-    deliver: &(dyn Fn(PeerEvent) + Send + Sync),
+/// The receiving end of one peer connection.
+struct Receiver<'a> {
+    deliver: &'a (dyn Fn(PeerEvent) + Send + Sync),
     silence_limit: Duration,
-) -> Result<(), ReceiveError> {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    let mut from = None;
-    loop {
-        while let Some(frame) = next_frame(&mut buf)? {
-            let event = decode(frame, &mut from)?;
-            if let Some(event) = event {
-                deliver(event);
+    snapshots: &'a SnapshotDir,
+}
+
+/// A snapshot arriving on a connection.
+struct Incoming {
+    message: Message,
+    index: u64,
+    len: u64,
+    written: u64,
+    path: PathBuf,
+    file: tokio::fs::File,
+}
+
+/// How a snapshot stream ended on the receiving side.
+enum Received {
+    Verified(Box<(Message, LoadedSnapshot)>),
+    Refused,
+}
+
+impl Receiver<'_> {
+    async fn run(&self, mut stream: TcpStream) -> Result<(), ReceiveError> {
+        let mut buf = BytesMut::with_capacity(64 * 1024);
+        let mut from = None;
+        let mut incoming: Option<Incoming> = None;
+        let result = self
+            .pump(&mut stream, &mut buf, &mut from, &mut incoming)
+            .await;
+        if let Some(unfinished) = incoming {
+            let _ = tokio::fs::remove_file(&unfinished.path).await;
+        }
+        result
+    }
+
+    async fn pump(
+        &self,
+        stream: &mut TcpStream,
+        buf: &mut BytesMut,
+        from: &mut Option<u64>,
+        incoming: &mut Option<Incoming>,
+    ) -> Result<(), ReceiveError> {
+        loop {
+            while let Some(frame) = next_frame(buf)? {
+                let kind = frame.first().copied();
+                let snapshot_frame =
+                    kind.is_some_and(|k| (KIND_SNAPSHOT_BEGIN..=KIND_SNAPSHOT_END).contains(&k));
+                if !snapshot_frame {
+                    if let Some(event) = decode(frame, from)? {
+                        (self.deliver)(event);
+                    }
+                    continue;
+                }
+                if from.is_none() {
+                    return Err(ReceiveError::Malformed);
+                }
+                let Some(received) = self.snapshot_frame(frame, incoming).await? else {
+                    continue;
+                };
+                let ok = matches!(received, Received::Verified(..));
+                stream
+                    .write_all(&[0, 0, 0, 2, KIND_SNAPSHOT_DONE, u8::from(ok)])
+                    .await?;
+                if let Received::Verified(verified) = received {
+                    let (message, snapshot) = *verified;
+                    (self.deliver)(PeerEvent::Snapshot { message, snapshot });
+                }
+                return Ok(());
+            }
+            let read = tokio::time::timeout(self.silence_limit, stream.read_buf(buf))
+                .await
+                .map_err(|_| ReceiveError::Silent(self.silence_limit))?;
+            if read? == 0 {
+                return Ok(());
             }
         }
-        let read = tokio::time::timeout(silence_limit, stream.read_buf(&mut buf))
-            .await
-            .map_err(|_| ReceiveError::Silent(silence_limit))?;
-        if read? == 0 {
-            return Ok(());
+    }
+
+    /// Takes one frame of a snapshot stream; at its end, what it came to.
+    async fn snapshot_frame(
+        &self,
+        mut frame: Bytes,
+        incoming: &mut Option<Incoming>,
+    ) -> Result<Option<Received>, ReceiveError> {
+        let kind = frame.get_u8();
+        match (kind, incoming.as_mut()) {
+            (KIND_SNAPSHOT_BEGIN, None) if frame.len() >= 8 => {
+                let len = frame.get_u64();
+                let message =
+                    Message::parse_from_bytes(&frame).map_err(|_| ReceiveError::Malformed)?;
+                if message.get_msg_type() != MessageType::MsgSnapshot {
+                    return Err(ReceiveError::Malformed);
+                }
+                let index = message.get_snapshot().get_metadata().index;
+                let path = self.snapshots.incoming_path(index);
+                let file = tokio::fs::File::create(&path).await?;
+                tracing::info!(
+                    from = message.from,
+                    "receiving snapshot {index} ({len} bytes) from the leader"
+                );
+                *incoming = Some(Incoming {
+                    message,
+                    index,
+                    len,
+                    written: 0,
+                    path,
+                    file,
+                });
+                Ok(None)
+            }
+            (KIND_SNAPSHOT_CHUNK, Some(stream)) => {
+                stream.written += frame.len() as u64;
+                if stream.written > stream.len {
+                    return Err(ReceiveError::Snapshot("more bytes than announced".into()));
+                }
+                stream.file.write_all(&frame).await?;
+                Ok(None)
+            }
+            (KIND_SNAPSHOT_END, Some(_)) if frame.is_empty() => {
+                let Some(mut done) = incoming.take() else {
+                    return Err(ReceiveError::Malformed);
+                };
+                if done.written != done.len {
+                    let _ = tokio::fs::remove_file(&done.path).await;
+                    return Err(ReceiveError::Snapshot("fewer bytes than announced".into()));
+                }
+                done.file.flush().await?;
+                done.file.sync_all().await?;
+                drop(done.file);
+                let snapshots = self.snapshots.clone();
+                let (path, index) = (done.path.clone(), done.index);
+                let adopted = tokio::task::spawn_blocking(move || snapshots.adopt(&path, index))
+                    .await
+                    .map_err(|e| ReceiveError::Snapshot(e.to_string()))?;
+                match adopted {
+                    Ok(snapshot) => {
+                        Ok(Some(Received::Verified(Box::new((done.message, snapshot)))))
+                    }
+                    Err(e) => {
+                        tracing::error!("a snapshot from the leader failed verification: {e}");
+                        Ok(Some(Received::Refused))
+                    }
+                }
+            }
+            _ => Err(ReceiveError::Malformed),
         }
     }
 }

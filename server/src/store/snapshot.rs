@@ -230,6 +230,59 @@ impl SnapshotDir {
         Ok(SnapshotFile { index, path })
     }
 
+    /// Where a snapshot streamed from the leader is written while it arrives (cleaned
+    /// up on open like any unfinished snapshot).
+    pub fn incoming_path(&self, index: u64) -> PathBuf {
+        self.dir.join(format!("{}.recv.tmp", snapshot_name(index)))
+    }
+
+    /// Takes a snapshot file that arrived whole at `incoming` (already fsynced):
+    /// verifies it as [`SnapshotDir::load`] does, then renames it into place and
+    /// fsyncs the directory. A file that does not verify is deleted and reported.
+    pub fn adopt(&self, incoming: &Path, index: u64) -> Result<LoadedSnapshot, SnapshotError> {
+        let bytes = fs::read(incoming).map_err(|source| SnapshotError::Io {
+            path: incoming.to_owned(),
+            source,
+        })?;
+        let loaded = match decode(incoming, bytes) {
+            Ok(loaded) if loaded.metadata.index == index => loaded,
+            Ok(loaded) => {
+                let _ = fs::remove_file(incoming);
+                return Err(SnapshotError::Misnamed {
+                    path: incoming.to_owned(),
+                    index: loaded.metadata.index,
+                });
+            }
+            Err(e) => {
+                let _ = fs::remove_file(incoming);
+                return Err(e);
+            }
+        };
+        let path = self.dir.join(snapshot_name(index));
+        if let Err(e) = fs::rename(incoming, &path) {
+            fatal(
+                format_args!("renaming {} into place", incoming.display()),
+                &e,
+            );
+        }
+        if let Err(e) = File::open(&self.dir).and_then(|dir| dir.sync_all()) {
+            fatal(format_args!("fsync of {}", self.dir.display()), &e);
+        }
+        Ok(LoadedSnapshot { path, ..loaded })
+    }
+
+    /// The snapshot at `index`, if its file is there (verified).
+    pub fn load_index(&self, index: u64) -> Result<Option<LoadedSnapshot>, SnapshotError> {
+        let file = SnapshotFile {
+            index,
+            path: self.dir.join(snapshot_name(index)),
+        };
+        if !file.path.exists() {
+            return Ok(None);
+        }
+        self.load(&file).map(Some)
+    }
+
     /// The snapshot files, oldest first.
     pub fn list(&self) -> Result<Vec<SnapshotFile>, SnapshotError> {
         let io = |source| SnapshotError::Io {

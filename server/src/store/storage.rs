@@ -107,6 +107,8 @@ pub enum StoreError {
     CompactPastSnapshot { index: u64, snapshot: u64 },
     #[error("the snapshot at index {index} is not newer than the log's start ({compacted})")]
     SnapshotOutOfDate { index: u64, compacted: u64 },
+    #[error("the streamed snapshot at index {index} is not in dataDir")]
+    SnapshotMissing { index: u64 },
 }
 
 /// What the store found of this server's raft state at start-up.
@@ -351,9 +353,16 @@ impl DurableStorage {
         if index <= compacted {
             return Err(StoreError::SnapshotOutOfDate { index, compacted });
         }
-        self.shared
-            .snapshots
-            .create(metadata, |w| w.write_all(&snapshot.data))?;
+        if snapshot.data.is_empty() {
+            // Streamed: the file arrived and was verified before raft saw the message.
+            if self.shared.snapshots.load_index(index)?.is_none() {
+                return Err(StoreError::SnapshotMissing { index });
+            }
+        } else {
+            self.shared
+                .snapshots
+                .create(metadata, |w| w.write_all(&snapshot.data))?;
+        }
         self.shared.meta.set_snapshot(metadata);
         self.shared.meta.set_conf_state(metadata.get_conf_state());
         let after = Position {
@@ -443,6 +452,11 @@ impl DurableStorage {
         self.core.read().conf_state.clone()
     }
 
+    /// The snapshot file at `index`, read and verified (what the transport streams).
+    pub fn load_snapshot(&self, index: u64) -> Result<Option<LoadedSnapshot>, StoreError> {
+        Ok(self.shared.snapshots.load_index(index)?)
+    }
+
     /// The meta database, for the cluster id.
     pub fn meta(&self) -> &Meta {
         &self.shared.meta
@@ -517,36 +531,27 @@ impl raft::Storage for DurableStorage {
         Ok(self.core.read().last_index())
     }
 
-    /// The newest valid snapshot file. Read from disk on each call: raft asks only when a
-    /// follower is too far behind for the cached log.
+    /// The newest snapshot's metadata, without its payload: the transport streams the
+    /// file to the follower in chunks, off the raft thread (see `consensus::transport`).
     fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
-        let compacted = self.core.read().compacted.index;
-        let newest = self
-            .shared
-            .snapshots
-            .load_newest_valid()
-            .map_err(|e| raft::Error::Store(StorageError::Other(Box::new(e))))?;
-        match newest.snapshot {
-            Some(loaded)
-                if loaded.metadata.index >= request_index && loaded.metadata.index >= compacted =>
-            {
-                Ok(Snapshot {
-                    data: loaded.payload,
-                    metadata: Some(loaded.metadata).into(),
-                    ..Default::default()
-                })
-            }
-            other => {
-                tracing::warn!(
-                    "no snapshot for server {to}: it needs index {request_index} or later and \
-                     the log starts after {compacted}; the newest usable snapshot is at {:?}",
-                    other.map(|s| s.metadata.index)
-                );
-                Err(raft::Error::Store(
-                    StorageError::SnapshotTemporarilyUnavailable,
-                ))
-            }
+        let core = self.core.read();
+        let newest = &core.snapshot;
+        if newest.index > 0 && newest.index >= request_index && newest.index >= core.compacted.index
+        {
+            return Ok(Snapshot {
+                metadata: Some(newest.clone()).into(),
+                ..Default::default()
+            });
         }
+        tracing::warn!(
+            "no snapshot for server {to}: it needs index {request_index} or later and the log \
+             starts after {}; the newest snapshot is at {}",
+            core.compacted.index,
+            newest.index
+        );
+        Err(raft::Error::Store(
+            StorageError::SnapshotTemporarilyUnavailable,
+        ))
     }
 }
 

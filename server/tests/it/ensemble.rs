@@ -8,7 +8,7 @@ use paddock_wire::{
     ReplyHeader, Request, WatchedPathRequest, WatcherEvent,
 };
 
-use crate::support::{kazoo_hosts, mntr, read_frame, Ensemble, RawClient, Server};
+use crate::support::{four_letter, kazoo_hosts, mntr, read_frame, Ensemble, RawClient, Server};
 
 /// A create's result; ConnectionLoss when the server closed the connection instead of
 /// answering (as it does when a write's outcome is unknown, or it left the quorum).
@@ -63,8 +63,16 @@ fn sync(client: &mut RawClient, xid: i32) -> ErrorCode {
     client.call(xid, &request).0.err
 }
 
-/// Waits until every running server reports the same last zxid and tree digest.
+/// Waits until every running server reports the same last zxid and tree digest; on
+/// failure the panic carries every server's log.
 fn assert_converges(servers: &[&Server]) {
+    if let Err(views) = converges(servers) {
+        let logs: Vec<String> = servers.iter().map(|s| s.log_text()).collect();
+        panic!("replicas differ: {views}\n{}", logs.join("\n-----\n"));
+    }
+}
+
+fn converges(servers: &[&Server]) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let views: Vec<(String, String)> = servers
@@ -78,9 +86,11 @@ fn assert_converges(servers: &[&Server]) {
             })
             .collect();
         if views.windows(2).all(|w| w[0] == w[1]) && !views[0].1.is_empty() {
-            return;
+            return Ok(());
         }
-        assert!(Instant::now() < deadline, "replicas differ: {views:?}");
+        if Instant::now() >= deadline {
+            return Err(format!("{views:?}"));
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -475,10 +485,16 @@ fn a_server_cut_off_from_its_peers_closes_its_clients_and_refuses_new_ones() {
         }
     };
     let refused = RawClient::try_connect(ensemble.servers[0].addr).is_none();
+    let srvr = four_letter(ensemble.servers[0].addr, "srvr").unwrap_or_default();
     ensemble.servers[1].signal("CONT");
     ensemble.servers[2].signal("CONT");
     assert!(closed, "a client of the cut-off server was never told");
     assert!(refused, "the cut-off server took a new session");
+    // As ZooKeeper answers while it has no quorum.
+    assert!(
+        srvr.contains("not currently serving requests"),
+        "srvr on the cut-off server: {srvr}"
+    );
     // Back in the quorum, it serves again.
     let addr = ensemble.servers[0].addr;
     let mut client = create_until_acknowledged(addr, "/after", Duration::from_secs(20));
