@@ -6,6 +6,7 @@ mod bad_input;
 mod durability;
 mod ensemble;
 mod fourlw;
+mod full_disk;
 mod kazoo;
 mod lifecycle;
 mod loadgen;

@@ -30,6 +30,9 @@ pub trait DiskFile: Send {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()>;
     /// Shrinks or extends the file; an extension reads as zeros.
     fn set_len(&mut self, len: u64) -> io::Result<()>;
+    /// Extends the file to `len` (reading as zeros) with its blocks reserved on the
+    /// disk, so that a full disk fails here rather than in a later write.
+    fn allocate(&mut self, len: u64) -> io::Result<()>;
     /// Makes the data written so far, and the file's length, durable (`fdatasync`).
     fn sync_data(&mut self) -> io::Result<()>;
 }
@@ -103,6 +106,15 @@ impl DiskFile for OsFile {
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
+    }
+
+    fn allocate(&mut self, len: u64) -> io::Result<()> {
+        match rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::empty(), 0, len) {
+            Ok(()) => Ok(()),
+            // A file system without fallocate: sparse growth, as before.
+            Err(rustix::io::Errno::OPNOTSUPP) => self.0.set_len(len.max(self.0.metadata()?.len())),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn sync_data(&mut self) -> io::Result<()> {

@@ -31,8 +31,9 @@
 //! would start ends the log: what follows is preallocated space, all zeros.
 //!
 //! # Preallocation and rotation
-//! A segment grows in `preAllocSize` steps (`File::set_len`), so most appends don't change
-//! the file's size and an `fdatasync` need not write the inode as well. Once a record
+//! A segment grows in `preAllocSize` steps (`fallocate`, so the blocks are reserved), so
+//! most appends don't change the file's size, an `fdatasync` need not write the inode as
+//! well, and a full disk fails the preallocation rather than an append. Once a record
 //! would take a segment past `segment_size`, the writer fsyncs the segment and starts the
 //! next one, named by that record's index (a record bigger than `segment_size` gets a
 //! segment to itself). Every segment but the last is therefore complete and fsynced: only

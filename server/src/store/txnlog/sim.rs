@@ -275,6 +275,14 @@ impl DiskFile for SimFile {
         Ok(())
     }
 
+    fn allocate(&mut self, len: u64) -> io::Result<()> {
+        let live = &mut self.state.lock().inodes[self.inode].live;
+        if live.len() < len as usize {
+            live.resize(len as usize, 0);
+        }
+        Ok(())
+    }
+
     fn sync_data(&mut self) -> io::Result<()> {
         let delay = self.state.lock().fsync_delay;
         std::thread::sleep(delay);

@@ -234,7 +234,7 @@ impl Dir {
         let allocated = self.pre_alloc_size.max(HEADER_LEN);
         let created = self.disk.create(&tmp).and_then(|mut file| {
             file.write_at(0, &header)?;
-            file.set_len(allocated)?;
+            file.allocate(allocated)?;
             file.sync_data()?;
             Ok(file)
         });
@@ -458,8 +458,15 @@ impl Writer {
             } else {
                 active.end
             };
-            if let Err(e) = active.file.set_len(len) {
-                fatal(format_args!("preallocating {}", active.path.display()), &e);
+            if let Err(e) = active.file.allocate(len) {
+                fatal(
+                    format_args!(
+                        "preallocating {} (free space in {}, then restart)",
+                        active.path.display(),
+                        self.dir.path.display()
+                    ),
+                    &e,
+                );
             }
             self.dir.stats.grow_on_disk(len - active.allocated);
             active.allocated = len;
