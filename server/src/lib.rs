@@ -24,6 +24,7 @@ pub mod config;
 pub mod conn;
 pub mod consensus;
 pub mod daemon;
+mod fatal;
 pub mod fourlw;
 pub mod ids;
 pub mod image;

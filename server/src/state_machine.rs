@@ -16,6 +16,7 @@ use raft::prelude::{Entry, Snapshot};
 
 use crate::apply::{apply, Effect, Rules};
 use crate::consensus::{Applier, SnapshotWriter};
+use crate::fatal::fatal;
 use crate::image::Image;
 use crate::liveness::LivenessEvent;
 use crate::server::{ConnId, Outbound, Shared};
@@ -116,8 +117,7 @@ impl Applier for StateMachine {
                 Err(e) => {
                     // Entries are written only by Txn::encode: this is corruption, and
                     // applying anything after it would fork this replica.
-                    tracing::error!("undecodable txn at zxid {zxid:#x}: {e}; exiting");
-                    std::process::exit(1);
+                    fatal(format_args!("undecodable txn at zxid {zxid:#x}"), &e);
                 }
             };
             let outcome = apply(self.rules, &mut db, &txn, zxid);
@@ -147,15 +147,13 @@ impl Applier for StateMachine {
             match SnapshotDir::open(data_dir).and_then(|dir| dir.load_index(index)) {
                 Ok(Some(loaded)) => Image::read_from(loaded.payload),
                 Ok(None) => {
-                    tracing::error!(
-                        "the snapshot at {index} is not in {}; exiting",
-                        data_dir.display()
+                    fatal(
+                        format_args!("the snapshot at {index}"),
+                        &format_args!("missing from {}", data_dir.display()),
                     );
-                    std::process::exit(1);
                 }
                 Err(e) => {
-                    tracing::error!("cannot read the snapshot at {index}: {e}; exiting");
-                    std::process::exit(1);
+                    fatal(format_args!("reading the snapshot at {index}"), &e);
                 }
             }
         };
@@ -175,8 +173,7 @@ impl Applier for StateMachine {
             Err(e) => {
                 // The snapshot's checksum held, so this is a bug or a foreign format:
                 // carrying on would fork this replica.
-                tracing::error!("cannot read the leader's snapshot: {e}; exiting");
-                std::process::exit(1);
+                fatal(format_args!("reading the leader's snapshot"), &e);
             }
         }
     }

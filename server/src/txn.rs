@@ -63,6 +63,16 @@ pub enum TxnKind {
     MoveSession,
 }
 
+/// The `kind` field's values (see the module docs).
+mod kind {
+    pub const CLIENT: i32 = 0;
+    pub const CREATE_SESSION: i32 = 1;
+    pub const CLOSE_SESSION: i32 = 2;
+    pub const EXPIRE_SESSION: i32 = 3;
+    pub const DELETE_CONTAINER: i32 = 4;
+    pub const MOVE_SESSION: i32 = 5;
+}
+
 impl Txn {
     pub fn encode(&self) -> Vec<u8> {
         let mut buf = BytesMut::with_capacity(128);
@@ -76,22 +86,22 @@ impl Txn {
         self.caller.encode(&mut buf);
         match &self.kind {
             TxnKind::Client(request) => {
-                write_i32(&mut buf, 0);
+                write_i32(&mut buf, kind::CLIENT);
                 write_i32(&mut buf, request.op_code().as_i32());
                 request.encode(&mut buf);
             }
             TxnKind::CreateSession { timeout, passwd } => {
-                write_i32(&mut buf, 1);
+                write_i32(&mut buf, kind::CREATE_SESSION);
                 write_i32(&mut buf, *timeout);
                 passwd.encode(&mut buf);
             }
-            TxnKind::CloseSession => write_i32(&mut buf, 2),
-            TxnKind::ExpireSession => write_i32(&mut buf, 3),
+            TxnKind::CloseSession => write_i32(&mut buf, kind::CLOSE_SESSION),
+            TxnKind::ExpireSession => write_i32(&mut buf, kind::EXPIRE_SESSION),
             TxnKind::DeleteContainer { path } => {
-                write_i32(&mut buf, 4);
+                write_i32(&mut buf, kind::DELETE_CONTAINER);
                 path.encode(&mut buf);
             }
-            TxnKind::MoveSession => write_i32(&mut buf, 5),
+            TxnKind::MoveSession => write_i32(&mut buf, kind::MOVE_SESSION),
         }
         buf.to_vec()
     }
@@ -109,20 +119,20 @@ impl Txn {
         let time = r.read_i64()?;
         let caller = Vec::<Id>::decode(&mut r)?;
         let kind = match r.read_i32()? {
-            0 => {
+            kind::CLIENT => {
                 let op = OpCode::try_from(r.read_i32()?)?;
                 TxnKind::Client(Request::decode(op, &mut r)?)
             }
-            1 => TxnKind::CreateSession {
+            kind::CREATE_SESSION => TxnKind::CreateSession {
                 timeout: r.read_i32()?,
                 passwd: r.read_buffer()?,
             },
-            2 => TxnKind::CloseSession,
-            3 => TxnKind::ExpireSession,
-            4 => TxnKind::DeleteContainer {
+            kind::CLOSE_SESSION => TxnKind::CloseSession,
+            kind::EXPIRE_SESSION => TxnKind::ExpireSession,
+            kind::DELETE_CONTAINER => TxnKind::DeleteContainer {
                 path: r.read_ustring()?,
             },
-            5 => TxnKind::MoveSession,
+            kind::MOVE_SESSION => TxnKind::MoveSession,
             other => {
                 return Err(DecodeError::InvalidValue {
                     field: "txn kind",

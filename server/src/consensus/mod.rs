@@ -5,6 +5,7 @@
 
 mod contact;
 mod logger;
+mod lost_data;
 mod node;
 mod recovery;
 pub mod transport;

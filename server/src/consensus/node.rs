@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 use raft::prelude::{Entry, EntryType, Message, MessageType, Snapshot};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
+use crate::fatal::fatal;
 use crate::monotonic::AtomicInstant;
 use crate::store::DurableStorage;
 
 use super::contact::QuorumContact;
 use super::logger::raft_logger;
+use super::lost_data;
 use super::recovery::{RaftStateOnDisk, VoteGuard, RECOVERY_READ};
 use super::transport::Transport;
 
@@ -147,11 +149,31 @@ pub struct ConsensusStopped;
 
 /// The raft role, as `srvr` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Role {
-    Follower,
-    Candidate,
-    Leader,
-    Observer,
+    Follower = 0,
+    Candidate = 1,
+    Leader = 2,
+    Observer = 3,
+}
+
+impl Role {
+    const ALL: [Role; 4] = [
+        Role::Follower,
+        Role::Candidate,
+        Role::Leader,
+        Role::Observer,
+    ];
+
+    /// What a raft state means here (an observer is a follower that cannot vote).
+    fn of(state: StateRole, observer: bool) -> Role {
+        match state {
+            StateRole::Leader => Role::Leader,
+            StateRole::Candidate | StateRole::PreCandidate => Role::Candidate,
+            StateRole::Follower if observer => Role::Observer,
+            StateRole::Follower => Role::Follower,
+        }
+    }
 }
 
 /// What the raft loop publishes for the rest of the server.
@@ -172,12 +194,11 @@ pub struct Status {
 
 impl Status {
     pub fn role(&self) -> Role {
-        match self.role.load(Ordering::Acquire) {
-            2 => Role::Leader,
-            1 => Role::Candidate,
-            3 => Role::Observer,
-            _ => Role::Follower,
-        }
+        let stored = self.role.load(Ordering::Acquire);
+        Role::ALL
+            .into_iter()
+            .find(|role| *role as u8 == stored)
+            .unwrap_or(Role::Follower)
     }
 
     pub fn is_leader(&self) -> bool {
@@ -277,7 +298,7 @@ impl Consensus {
                 let ran =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| raft_loop.run()));
                 if ran.is_err() {
-                    fatal("the raft thread panicked");
+                    fatal(format_args!("the raft thread"), &"panicked");
                 }
             })
             .map_err(raft::Error::Io)?;
@@ -330,9 +351,6 @@ struct RaftLoop<A: Applier> {
 
 /// Inputs taken per turn of the loop, so a flood of writes can't starve ticks.
 const MAX_INPUTS_PER_TURN: usize = 4096;
-
-/// Marks the rejection a server sends when a heartbeat shows it lost its data.
-const LOST_DATA: &[u8] = b"paddock:lost-data";
 
 /// Log entries kept behind a snapshot for followers that are a little behind (at most;
 /// never more than half of snapCount).
@@ -455,22 +473,9 @@ impl<A: Applier> RaftLoop<A> {
                 {
                     self.contact.heard_from(message.from, Instant::now());
                 }
-                let lost = if message.get_msg_type() == MessageType::MsgHeartbeat {
-                    // A leader only sends a commit index this server has, unless this
-                    // server lost its data (an operator wiped dataDir), which raft-rs
-                    // would panic on: clamp it, then ask the leader for a snapshot.
-                    let last = self.node.raft.raft_log.last_index();
-                    // Only a leader of this term or a later one speaks for the log.
-                    let lost = (message.commit > last && message.term >= self.node.raft.term)
-                        .then_some(message.commit);
-                    message.commit = message.commit.min(last);
-                    lost
-                } else {
-                    None
-                };
-                if message.get_msg_type() == MessageType::MsgAppendResponse
-                    && message.context.as_ref() == LOST_DATA
-                {
+                // A wiped follower, and its leader (see `lost_data`).
+                let lost = lost_data::clamp(&self.node, &mut message);
+                if lost_data::is_lost_data_reply(&message) {
                     self.peer_lost_data(message.from, message.reject_hint);
                     return;
                 }
@@ -531,16 +536,19 @@ impl<A: Applier> RaftLoop<A> {
         }
         let mut ready = self.node.ready();
         if let Some(ss) = ready.ss() {
-            let role = match ss.raft_state {
-                StateRole::Leader => 2,
-                StateRole::Candidate | StateRole::PreCandidate => 1,
-                StateRole::Follower if self.observer => 3,
-                StateRole::Follower => 0,
-            };
+            let role = Role::of(ss.raft_state, self.observer);
             if ss.raft_state == StateRole::Leader {
                 self.contact.elected(Instant::now());
             }
-            self.status.role.store(role, Ordering::Release);
+            if role != self.status.role() {
+                tracing::info!(
+                    "server {} is now {role:?} at term {} (leader: {})",
+                    self.node.raft.id,
+                    self.node.raft.term,
+                    ss.leader_id
+                );
+            }
+            self.status.role.store(role as u8, Ordering::Release);
             self.status.leader.store(ss.leader_id, Ordering::Release);
             self.status
                 .term
@@ -551,9 +559,7 @@ impl<A: Applier> RaftLoop<A> {
         if !ready.snapshot().is_empty() {
             // Must be durable, and the state replaced, before this Ready's entries.
             if let Err(e) = self.storage.apply_snapshot(ready.snapshot()) {
-                fatal(&format!(
-                    "installing a snapshot from the leader failed: {e}"
-                ));
+                fatal(format_args!("installing a snapshot from the leader"), &e);
             }
             let index = ready.snapshot().get_metadata().index;
             tracing::info!("installed a snapshot at index {index} from the leader");
@@ -581,7 +587,7 @@ impl<A: Applier> RaftLoop<A> {
             self.storage
                 .append(ready.number(), ready.take_entries(), ready.hs().cloned())
         {
-            fatal(&format!("appending to the raft log failed: {e}"));
+            fatal(format_args!("appending to the raft log"), &e);
         }
         // Must not send votes or append acks before the fsync that covers them.
         self.unsent
@@ -630,11 +636,11 @@ impl<A: Applier> RaftLoop<A> {
                         );
                         let _ = done.send(Input::SnapshotWritten(index));
                     }
-                    Err(e) => fatal(&format!("writing the snapshot at {index} failed: {e}")),
+                    Err(e) => fatal(format_args!("writing the snapshot at {index}"), &e),
                 }
             });
         if let Err(e) = spawned {
-            fatal(&format!("cannot start the snapshot thread: {e}"));
+            fatal(format_args!("starting the snapshot thread"), &e);
         }
     }
 
@@ -687,40 +693,23 @@ impl<A: Applier> RaftLoop<A> {
     /// current term, which a wiped server lacks, and raft-rs never lowers a follower's
     /// `matched` by itself.)
     fn request_snapshot(&mut self, leader: u64, term: u64, claimed: u64) {
-        let last = self.node.raft.raft_log.last_index();
+        let rejection = lost_data::lost_data_reply(&self.node, leader, term, claimed);
         tracing::warn!(
             "the leader believes this server has entries up to {claimed}, but its log ends at \
-             {last} (was its data wiped?): asking to be caught up"
+             {} (was its data wiped?): asking to be caught up",
+            rejection.reject_hint
         );
-        let mut rejection = Message::default();
-        rejection.set_msg_type(MessageType::MsgAppendResponse);
-        rejection.to = leader;
-        rejection.from = self.node.raft.id;
-        rejection.term = term;
-        rejection.index = claimed;
-        rejection.reject = true;
-        rejection.reject_hint = last;
-        rejection.context = bytes::Bytes::from_static(LOST_DATA);
         self.send(vec![rejection]);
     }
 
     /// On the leader: `peer` reports that its log ends at `last`, below what the leader
     /// recorded for it. Its progress restarts from there.
     fn peer_lost_data(&mut self, peer: u64, last: u64) {
-        if self.node.raft.state != StateRole::Leader {
-            return;
-        }
-        if let Some(progress) = self.node.raft.mut_prs().get_mut(peer) {
-            if progress.matched > last {
-                tracing::warn!(
-                    "server {peer} lost its log after index {last} (recorded: {}); catching \
-                     it up again",
-                    progress.matched
-                );
-                progress.matched = last;
-                progress.become_probe();
-                progress.next_idx = last + 1;
-            }
+        if let Some(recorded) = lost_data::restart_progress(&mut self.node, peer, last) {
+            tracing::warn!(
+                "server {peer} lost its log after index {last} (recorded: {recorded}); catching \
+                 it up again"
+            );
         }
     }
 
@@ -782,12 +771,6 @@ fn request_of_read_context(server: u64, ctx: &[u8]) -> Option<u64> {
         return None;
     }
     Some(u64::from_be_bytes(request.try_into().ok()?))
-}
-
-/// A failure of the log the process can't recover from in place.
-fn fatal(message: &str) -> ! {
-    tracing::error!("{message}; exiting");
-    std::process::exit(1);
 }
 
 #[cfg(test)]

@@ -25,10 +25,7 @@ pub use storage::{DurableStorage, Opened, RaftStateOnDisk, StoreConfig, StoreErr
 
 /// Ends the process after a failed write, fsync, rename or delete that may have left the
 /// disk in a state this process no longer knows.
-pub(crate) fn fatal(what: std::fmt::Arguments<'_>, error: &dyn std::fmt::Display) -> ! {
-    tracing::error!("{what}: {error}; exiting");
-    std::process::exit(1)
-}
+pub(crate) use crate::fatal::fatal;
 
 /// The common CRC of every store file: CRC-32C (Castagnoli), which has hardware support
 /// on x86-64 (SSE 4.2) and aarch64.
