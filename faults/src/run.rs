@@ -144,15 +144,11 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
         stop: CancellationToken::new(),
     };
     let all: Vec<String> = (0..SERVERS).map(|i| topology.pinned(i)).collect();
-    let admin = Client::connect(
-        &all.join(","),
-        ConnectOptions {
-            session_timeout: options.session_timeout,
-            connect_timeout: Some(Duration::from_secs(10)),
-            ..ConnectOptions::default()
-        },
-    )
-    .await?;
+    let mut admin = Admin {
+        connect: all.join(","),
+        timeout: options.session_timeout,
+        client: None,
+    };
     let w = Workloads::default();
     for path in [
         "/uniq",
@@ -163,10 +159,20 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
         "/probe/s1",
         "/probe/s2",
     ] {
-        ensure(&admin, path).await?;
+        admin
+            .retry(|c| async move { ensure(&c, path).await })
+            .await?;
     }
-    Watches::prepare(&admin).await?;
-    w.register.prepare_epoch(&admin, 1).await?;
+    admin
+        .retry(|c| async move { Watches::prepare(&c).await })
+        .await?;
+    let register = w.register.clone();
+    admin
+        .retry(|c| {
+            let register = register.clone();
+            async move { register.prepare_epoch(&c, 1).await }
+        })
+        .await?;
 
     let mut handles: Vec<JoinHandle<()>> = Vec::new();
     let final_wait = options.session_timeout + Duration::from_secs(4);
@@ -179,7 +185,11 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
                 WorkloadKind::Register => handles.push(w.register.spawn(c, server, seed)),
                 WorkloadKind::Unique => handles.push(w.unique.spawn(c, server, seed)),
                 WorkloadKind::Order => handles.push(w.order.spawn(c, server, seed)),
-                WorkloadKind::Lock => handles.push(w.locks.spawn(c, server, seed)),
+                WorkloadKind::Lock => {
+                    for lock in 0..crate::workload::lock::LOCKS {
+                        handles.push(w.locks.spawn(c.clone(), server, lock, seed));
+                    }
+                }
                 WorkloadKind::Ephemeral => handles.push(w.ephemerals.spawn(c, server, seed)),
                 WorkloadKind::Watch => {
                     handles.push(w.watches.spawn_writer(c.clone(), server, seed));
@@ -228,11 +238,13 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
         });
         // Fresh registers for the next cycle; failure only means fewer of them.
         let epoch = u64::try_from(cycle).unwrap_or(0) + 2;
-        let _ = tokio::time::timeout(
-            options.session_timeout,
-            w.register.prepare_epoch(&admin, epoch),
-        )
-        .await;
+        let register = w.register.clone();
+        let _ = admin
+            .retry(|c| {
+                let register = register.clone();
+                async move { register.prepare_epoch(&c, epoch).await }
+            })
+            .await;
         tokio::time::sleep(rng.millis(options.heal_ms.0, options.heal_ms.1)).await;
     }
 
@@ -242,14 +254,15 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
     ctx.stop.cancel();
     tokio::time::sleep(Duration::from_millis(500)).await;
     if options.has(WorkloadKind::Watch) {
-        for _ in 0..10 {
-            let write = admin.set_data(crate::workload::watch::NODE, b"last", None);
-            if matches!(
-                tokio::time::timeout(options.session_timeout, write).await,
-                Ok(Ok(_))
-            ) {
-                break;
-            }
+        let last = admin
+            .retry(|c| async move {
+                c.set_data(crate::workload::watch::NODE, b"last", None)
+                    .await
+                    .map(drop)
+            })
+            .await;
+        if let Err(err) = last {
+            println!("the last write for the watchers failed: {err}");
         }
     }
     let join_limit = final_wait + options.session_timeout * 2 + Duration::from_secs(5);
@@ -271,26 +284,45 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
     for kind in &options.workloads {
         let checked = match kind {
             WorkloadKind::Register => w.register.check(),
-            WorkloadKind::Unique => w.unique.check(&listing(&admin, "/uniq").await?),
+            WorkloadKind::Unique => {
+                let nodes = admin
+                    .retry(|c| async move { listing(&c, "/uniq").await })
+                    .await?;
+                w.unique.check(&nodes)
+            }
             WorkloadKind::Order => {
                 let mut executed = HashMap::new();
                 for parent in w.order.parents() {
-                    admin.sync(&parent).await?;
-                    let children = admin.get_children(&parent).await?;
+                    let children = admin
+                        .retry(|c| {
+                            let parent = parent.clone();
+                            async move {
+                                c.sync(&parent).await?;
+                                c.get_children(&parent).await
+                            }
+                        })
+                        .await?;
                     executed.insert(parent, children);
                 }
                 w.order.check(&executed)
             }
             WorkloadKind::Lock => w.locks.check(),
             WorkloadKind::Ephemeral => {
-                admin.sync("/eph").await?;
-                w.ephemerals.check(&admin.get_children("/eph").await?)
+                let left = admin
+                    .retry(|c| async move {
+                        c.sync("/eph").await?;
+                        c.get_children("/eph").await
+                    })
+                    .await?;
+                w.ephemerals.check(&left)
             }
             WorkloadKind::Watch => w.watches.check(),
         };
         checks.push(checked);
     }
-    let _ = admin.close().await;
+    if let Some(client) = admin.client.take() {
+        let _ = client.close().await;
+    }
 
     let cut_offs: Vec<CutOff> = cycles
         .iter()
@@ -343,4 +375,52 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
         }
     }
     Ok(report)
+}
+
+/// The harness's own client, on every server: for setup and the final listings, not
+/// part of any history. Each call is retried (on a new session if need be) a few times.
+struct Admin {
+    connect: String,
+    timeout: Duration,
+    client: Option<Client>,
+}
+
+impl Admin {
+    async fn client(&mut self) -> Result<Client, paddock_client::Error> {
+        if let Some(client) = &self.client {
+            if !client.state().is_terminal() {
+                return Ok(client.clone());
+            }
+        }
+        let options = ConnectOptions {
+            session_timeout: self.timeout,
+            connect_timeout: Some(self.timeout * 2),
+            ..ConnectOptions::default()
+        };
+        let client = Client::connect(&self.connect, options).await?;
+        self.client = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Runs `op` until it succeeds, at most 5 times, each bounded by two session
+    /// timeouts; the last error if none did.
+    async fn retry<T, F, Fut>(&mut self, op: F) -> Result<T, paddock_client::Error>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T, paddock_client::Error>>,
+    {
+        let mut last = paddock_client::Error::Timeout;
+        for _ in 0..5 {
+            match self.client().await {
+                Ok(client) => match tokio::time::timeout(self.timeout * 2, op(client)).await {
+                    Ok(Ok(value)) => return Ok(value),
+                    Ok(Err(err)) => last = err,
+                    Err(_) => last = paddock_client::Error::Timeout,
+                },
+                Err(err) => last = err,
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Err(last)
+    }
 }

@@ -20,12 +20,23 @@ use tokio::task::JoinHandle;
 use super::{worker_rng, Checked, Ctx};
 use crate::history::{ms, History, Micros, Op, Outcome, Violation};
 
-/// The lock every worker contends for.
-pub const LOCK_PATH: &str = "/lock/l";
+/// Independent locks, each contended by one worker per server: with several, a
+/// fault is likely to find some lock held by a client of the server it cuts off.
+pub const LOCKS: usize = 3;
+
+/// How long a worker waits for a lock before giving up (and removing its node).
+const ACQUIRE_LIMIT: Duration = Duration::from_secs(10);
+
+/// The path of lock `i`.
+pub fn lock_path(i: usize) -> String {
+    format!("/lock/l{i}")
+}
 
 /// One believed hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hold {
+    /// Which lock.
+    pub lock: usize,
     /// The grant's fencing token.
     pub token: i64,
     /// When `acquire` returned.
@@ -43,24 +54,30 @@ pub struct Locks {
 }
 
 impl Locks {
-    /// One worker pinned to `server`.
-    pub fn spawn(&self, ctx: Ctx, server: usize, seed: u64) -> JoinHandle<()> {
+    /// One worker pinned to `server`, contending for lock `lock`. Half its holds are
+    /// short, half last seconds: long enough to straddle a session expiry.
+    pub fn spawn(&self, ctx: Ctx, server: usize, lock: usize, seed: u64) -> JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
-            let mut rng = worker_rng(seed, 4, server);
+            let mut rng = worker_rng(seed, 4 + 100 * lock as u64, server);
             while let Some((process, client)) = ctx.session(server).await {
-                let lock = LockRecipe::new(&client, LOCK_PATH).identifier(&format!("p{process}"));
+                let recipe =
+                    LockRecipe::new(&client, &lock_path(lock)).identifier(&format!("p{process}"));
                 while !ctx.stop.is_cancelled() && !client.state().is_terminal() {
                     let invoke = ctx.clock.now();
-                    let acquired = ctx
-                        .bounded(lock.acquire_timeout(ctx.op_limit() - Duration::from_secs(1)))
-                        .await;
+                    let acquired = tokio::time::timeout(
+                        ACQUIRE_LIMIT + ctx.op_limit(),
+                        recipe.acquire_timeout(ACQUIRE_LIMIT),
+                    )
+                    .await
+                    .unwrap_or(Err(ClientError::Closed));
                     let guard = match acquired {
                         Ok(guard) => guard,
                         Err(err) => {
                             let outcome = match err {
                                 // The recipe gave up and removed its node.
                                 ClientError::Timeout => Outcome::Fail("timed out".into()),
+                                ClientError::Closed => Outcome::Info("no answer".into()),
                                 other => Outcome::Info(other.to_string()),
                             };
                             this.history.push(Op {
@@ -77,9 +94,14 @@ impl Locks {
                     let start = ctx.clock.now();
                     let mut states = client.state_watcher();
                     let connected = *states.borrow_and_update() == SessionState::Connected;
+                    let hold = if rng.below(2) == 0 {
+                        rng.millis(100, 500)
+                    } else {
+                        rng.millis(2_000, 8_000)
+                    };
                     let why = if connected {
                         tokio::select! {
-                            () = tokio::time::sleep(rng.millis(100, 400)) => "released",
+                            () = tokio::time::sleep(hold) => "released",
                             _ = states.wait_for(|s| *s != SessionState::Connected) => "session left Connected",
                             () = ctx.stop.cancelled() => "run stopped",
                         }
@@ -93,6 +115,7 @@ impl Locks {
                         complete: start,
                         input: (),
                         outcome: Outcome::Ok(Hold {
+                            lock,
                             token: guard.fencing_token(),
                             start,
                             end,
@@ -125,10 +148,13 @@ pub fn check(ops: &[Op<(), Hold>]) -> Checked {
             _ => None,
         })
         .collect();
-    holds.sort_by_key(|(_, h)| (h.start, h.token));
+    holds.sort_by_key(|(_, h)| (h.lock, h.start, h.token));
     let mut checked = Checked::new("lock", ops);
     for (i, (p, a)) in holds.iter().enumerate() {
-        for (q, b) in holds[i + 1..].iter().take_while(|(_, b)| b.start < a.end) {
+        for (q, b) in holds[i + 1..]
+            .iter()
+            .take_while(|(_, b)| b.lock == a.lock && b.start < a.end)
+        {
             if b.start == b.end {
                 continue;
             }
@@ -136,8 +162,9 @@ pub fn check(ops: &[Op<(), Hold>]) -> Checked {
                 check: "lock-overlap",
                 at: b.start,
                 detail: format!(
-                    "p{p} believed it held (token {:#x}, {:.0}..{:.0} ms, ended: {}) while p{q} \
+                    "lock {}: p{p} believed it held (token {:#x}, {:.0}..{:.0} ms, ended: {}) while p{q} \
                      was granted (token {:#x}, {:.0}..{:.0} ms): overlap {:.0} ms",
+                    a.lock,
                     a.token,
                     ms(a.start),
                     ms(a.end),
@@ -152,7 +179,7 @@ pub fn check(ops: &[Op<(), Hold>]) -> Checked {
     }
     for pair in holds.windows(2) {
         let ((p, a), (q, b)) = (&pair[0], &pair[1]);
-        if b.token <= a.token {
+        if a.lock == b.lock && b.token <= a.token {
             checked.violations.push(Violation {
                 check: "lock-token",
                 at: b.start,
@@ -174,12 +201,17 @@ mod tests {
     use super::*;
 
     fn hold(process: u64, token: i64, start: Micros, end: Micros) -> Op<(), Hold> {
+        on(0, process, token, start, end)
+    }
+
+    fn on(lock: usize, process: u64, token: i64, start: Micros, end: Micros) -> Op<(), Hold> {
         Op {
             process,
             invoke: start,
             complete: start,
             input: (),
             outcome: Outcome::Ok(Hold {
+                lock,
                 token,
                 start,
                 end,
@@ -207,6 +239,17 @@ mod tests {
         let checked = check(&ops);
         assert_eq!(checked.violations.len(), 1, "{:?}", checked.violations);
         assert_eq!(checked.violations[0].check, "lock-overlap");
+    }
+
+    #[test]
+    fn different_locks_may_be_held_at_once() {
+        let ops = [
+            on(0, 1, 10, 0, 10_000),
+            on(1, 2, 11, 5_000, 6_000),
+            on(1, 2, 12, 7_000, 8_000),
+        ];
+        let checked = check(&ops);
+        assert!(checked.violations.is_empty(), "{:?}", checked.violations);
     }
 
     #[test]

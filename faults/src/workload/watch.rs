@@ -35,8 +35,9 @@ pub struct Arm {
     pub after_fired_at_version: Option<i32>,
     /// When it fired, the event type and the event's zxid (-1 if unstamped).
     pub fired: Option<(Micros, EventType, i64)>,
-    /// A plain read that returned a newer version before the event: when, and which.
-    pub newer_read_first: Option<(Micros, i32)>,
+    /// A plain read that returned a newer version before the event: when, which, and
+    /// whether the session had reconnected since the watch was armed.
+    pub newer_read_first: Option<(Micros, i32, bool)>,
     /// The session ended before it fired (how).
     pub ended: Option<String>,
     /// The session's state when the harness stopped waiting, if it never fired.
@@ -121,6 +122,8 @@ impl Watches {
                         ended: None,
                         state_at_end: None,
                     };
+                    let mut states = client.state_watcher();
+                    states.borrow_and_update();
                     let mut deadline = None;
                     loop {
                         if deadline.is_none() && ctx.stop.is_cancelled() {
@@ -153,7 +156,8 @@ impl Watches {
                                             }
                                             break;
                                         }
-                                        arm.newer_read_first = Some((ctx.clock.now(), newer.version));
+                                        let reconnected = states.has_changed().unwrap_or(true);
+                                        arm.newer_read_first = Some((ctx.clock.now(), newer.version, reconnected));
                                     }
                                 }
                             }
@@ -199,11 +203,22 @@ pub fn check(arms: &[Op<Arm, ()>]) -> Checked {
                 ),
             });
         };
-        if let Some((at, version)) = arm.newer_read_first {
+        if let Some((at, version, reconnected)) = arm.newer_read_first {
+            let fired = arm.fired.map_or("never".to_owned(), |(t, ..)| {
+                format!("{:.0} ms later", ms(t.saturating_sub(at)))
+            });
             flag(
                 "watch-order",
                 at,
-                format!("a read returned version {version} before the event was delivered"),
+                format!(
+                    "a read returned version {version} before the event was delivered \
+                     (the event came {fired}; session {})",
+                    if reconnected {
+                        "had reconnected since arming"
+                    } else {
+                        "stayed Connected throughout"
+                    }
+                ),
             );
         }
         match (arm.fired, &arm.ended) {
@@ -288,7 +303,7 @@ mod tests {
     fn missed_early_read_stale_event_and_refire_fail() {
         let missed = arm(3, None);
         let mut early = arm(3, Some((5, EventType::NodeDataChanged, 101)));
-        early.input.newer_read_first = Some((4, 4));
+        early.input.newer_read_first = Some((4, 4, false));
         let stale = arm(3, Some((5, EventType::NodeDataChanged, 100)));
         let mut refire = arm(3, Some((5, EventType::NodeDataChanged, -1)));
         refire.input.after_fired_at_version = Some(3);
