@@ -91,6 +91,10 @@ pub struct Options {
     pub timing: Timing,
     /// The longest wait for the servers to converge after a heal.
     pub converge_limit: Duration,
+    /// How soon after a heal the servers must have caught up: ten ticks, time for a
+    /// peer link to be re-established and an election to finish, not for TCP's
+    /// retransmission backoff to run its course.
+    pub recovery_limit: Duration,
     /// Where to copy the servers' logs when a run finds violations.
     pub keep_logs: Option<PathBuf>,
 }
@@ -108,6 +112,7 @@ impl Options {
             session_timeout: Duration::from_secs(4),
             timing: Timing::default(),
             converge_limit: Duration::from_secs(20),
+            recovery_limit: Duration::from_secs(5),
             keep_logs: Some(
                 std::env::temp_dir().join(format!("paddock-faults-{seed}-{}", nemesis.name())),
             ),
@@ -202,7 +207,8 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
     let mut rng = Rng::new(options.seed);
     let mut cycles = Vec::new();
     let mut violations: Vec<Violation> = Vec::new();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Let every worker connect and the locks be taken before the first fault.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     for cycle in 0..options.cycles {
         let kind = options.nemeses[rng.index(options.nemeses.len())];
         let fault = nemesis::inject(kind, &mut cluster, &topology, &mut rng).await?;
@@ -229,6 +235,21 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
                 .map_or("never".to_owned(), |t| format!("after {:.0} ms", ms(t)))
         );
         violations.extend(converged.violations.iter().cloned());
+        if let Some(took) = converged
+            .took
+            .filter(|t| *t > micros(options.recovery_limit))
+        {
+            violations.push(Violation {
+                check: "heal-recovery",
+                at: end,
+                detail: format!(
+                    "after healing ({}) the servers took {:.0} ms to catch up (> {:.0} ms)",
+                    fault.description,
+                    ms(took),
+                    ms(micros(options.recovery_limit))
+                ),
+            });
+        }
         cycles.push(Cycle {
             kind,
             fault,

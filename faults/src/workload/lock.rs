@@ -54,8 +54,8 @@ pub struct Locks {
 }
 
 impl Locks {
-    /// One worker pinned to `server`, contending for lock `lock`. Half its holds are
-    /// short, half last seconds: long enough to straddle a session expiry.
+    /// One worker pinned to `server`, contending for lock `lock`. A third of its holds
+    /// are short; the rest last seconds, long enough to straddle a session expiry.
     pub fn spawn(&self, ctx: Ctx, server: usize, lock: usize, seed: u64) -> JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
@@ -94,10 +94,10 @@ impl Locks {
                     let start = ctx.clock.now();
                     let mut states = client.state_watcher();
                     let connected = *states.borrow_and_update() == SessionState::Connected;
-                    let hold = if rng.below(2) == 0 {
+                    let hold = if rng.below(10) < 3 {
                         rng.millis(100, 500)
                     } else {
-                        rng.millis(2_000, 8_000)
+                        rng.millis(4_000, 12_000)
                     };
                     let why = if connected {
                         tokio::select! {
