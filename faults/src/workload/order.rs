@@ -1,8 +1,8 @@
 //! Per-session order: the writes a session had executed are a prefix of those it sent.
 //!
-//! Each worker creates a batch node `/order/p<process>b<n>`, then sends `BATCH` creates
-//! `…/n000`, `…/n001`, … pipelined on its session without waiting (all handed to the
-//! session before any reply). ZooKeeper applies one session's requests in the order
+//! Each worker creates a batch node `/order/p<process>b<n>`, then streams `BATCH`
+//! creates `…/n000`, `…/n001`, … on its session, one every `SPACING`, without waiting
+//! for replies (so a fault or a leader change can fall in the middle of a batch). ZooKeeper applies one session's requests in the order
 //! sent, and a request it cannot apply ends the connection (the client then fails
 //! everything still pending), so the children that exist afterwards must be
 //! `{n000..n<k>}` for some k: no holes.
@@ -26,7 +26,10 @@ use super::{worker_rng, Checked, Ctx};
 use crate::history::{outcome_of_error, History, Op, Outcome, Violation};
 
 /// Creates per batch.
-pub const BATCH: usize = 10;
+pub const BATCH: usize = 30;
+
+/// Time between two sends of a batch.
+const SPACING: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// One pipelined batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,11 +50,13 @@ pub struct Order {
 
 type Pending<'a> = Pin<Box<dyn Future<Output = Result<String, ClientError>> + Send + 'a>>;
 
-/// Polls every future in index order each time, so the first poll hands their requests
-/// to the session in that order; `done[i]` is filled as future `i` completes.
+/// Polls every unfinished future in index order (a future's first poll hands its request
+/// to the session); `done[i]` is filled as future `i` completes. `once`: a single pass,
+/// else until all are done.
 async fn in_order<'a>(
     futures: &mut [Pending<'a>],
     done: &mut [Option<Result<String, ClientError>>],
+    once: bool,
 ) {
     std::future::poll_fn(|cx| {
         let mut pending = false;
@@ -63,7 +68,7 @@ async fn in_order<'a>(
                 }
             }
         }
-        if pending {
+        if pending && !once {
             Poll::Pending
         } else {
             Poll::Ready(())
@@ -102,17 +107,20 @@ impl Order {
     async fn batch(&self, ctx: &Ctx, client: &Client, process: u64, parent: String) {
         let mut states = client.state_watcher();
         states.borrow_and_update();
-        let mut futures: Vec<Pending<'_>> = (0..BATCH)
-            .map(|j| {
-                let path = format!("{parent}/n{j:03}");
-                Box::pin(async move { client.create(&path, b"", CreateMode::Persistent).await })
-                    as Pending<'_>
-            })
-            .collect();
+        let mut futures: Vec<Pending<'_>> = Vec::with_capacity(BATCH);
         let mut done: Vec<Option<Result<String, ClientError>>> = vec![None; BATCH];
         let invoke = ctx.clock.now();
+        for j in 0..BATCH {
+            let path = format!("{parent}/n{j:03}");
+            futures.push(Box::pin(async move {
+                client.create(&path, b"", CreateMode::Persistent).await
+            }));
+            in_order(&mut futures, &mut done[..=j], true).await;
+            tokio::time::sleep(SPACING).await;
+        }
         // Whatever has not completed by the limit has an unknown outcome.
-        let _ = tokio::time::timeout(ctx.op_limit(), in_order(&mut futures, &mut done)).await;
+        let _ =
+            tokio::time::timeout(ctx.op_limit(), in_order(&mut futures, &mut done, false)).await;
         let disturbed = states.has_changed().unwrap_or(true);
         let outcomes = done
             .into_iter()
