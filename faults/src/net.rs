@@ -264,6 +264,9 @@ fn teardown(k: u8) {
             }
         }
         let _ = quiet(Command::new("ip").args(["netns", "del", &ns]));
+        // A namespace whose last process is still dying outlives `netns del` for a
+        // while, and its veth with it: deleting our end removes the pair now.
+        let _ = quiet(Command::new("ip").args(["link", "del", &format!("pdk{k}v{i}")]));
     }
     let _ = quiet(Command::new("ip").args(["link", "del", &format!("pdk{k}br")]));
 }
