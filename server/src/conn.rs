@@ -5,8 +5,9 @@
 //! sent; a read queued behind one of the session's pending writes waits for it; a watch
 //! event reaches the client before the reply of any later read that reflects the
 //! change. The queue below enforces the first two; the third holds because the state
-//! machine queues notifications on this connection's channel before the change is
-//! visible to reads, and this task drains that channel before running a read.
+//! machine queues notifications on this connection's channel under the tree's write
+//! lock, before it completes the write's waiter, and this task drains that channel
+//! after taking the read lock for a read, and after a write's result arrives.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -28,7 +29,7 @@ use tokio_util::codec::Decoder;
 
 use crate::fourlw;
 use crate::query::Outcome;
-use crate::server::{ConnId, Outbound, Reattach, Shared};
+use crate::server::{ConnId, Db, Outbound, Reattach, Shared};
 use crate::session::Caller;
 use crate::wait::Applied;
 
@@ -396,8 +397,14 @@ impl Conn {
                 }
                 _ => break,
             };
+            let shared = self.shared.clone();
+            let db = shared.db.read();
+            // Must drain after taking the read view and before replying: the state
+            // machine queues a txn's notifications under the write lock, so every
+            // event of what this view shows is in the channel by now.
             self.drain_notifications(outbound)?;
-            let outcome = self.run_local(request);
+            let outcome = self.run_local(&db, request);
+            drop(db);
             for event in &outcome.events {
                 self.push_notification(outcome.zxid, event)?;
             }
@@ -406,7 +413,9 @@ impl Conn {
         Ok(())
     }
 
-    fn run_local(&mut self, request: Request) -> Outcome {
+    /// Runs a local request against `db`, which the caller holds locked (so nothing
+    /// here may lock it again).
+    fn run_local(&mut self, db: &Db, request: Request) -> Outcome {
         let result = match request {
             Request::Ping => Ok(Response::Empty),
             Request::Auth(auth) => {
@@ -425,11 +434,11 @@ impl Conn {
             request => {
                 return self
                     .shared
-                    .read(self.id, self.session_id, &self.caller, request)
+                    .read(db, self.id, self.session_id, &self.caller, request)
             }
         };
         Outcome {
-            zxid: self.shared.last_zxid(),
+            zxid: db.last_zxid,
             result,
             events: Vec::new(),
         }

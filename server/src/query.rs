@@ -1,8 +1,10 @@
 //! Reads and the other requests a server answers on its own, from its local tree
 //! (ZooKeeper semantics: reads are not linearizable unless preceded by `sync`).
 //!
-//! A watch is registered while the tree's read lock is held, so no write can slip in
-//! between the read and the registration and go unnoticed.
+//! The caller holds the tree's read lock for the whole request: a watch is registered
+//! under it, so no write can slip in between the read and the registration and go
+//! unnoticed, and the caller drains the connection's notifications under the same lock
+//! (see `conn.rs`), so the reply cannot overtake the events of what it shows.
 
 use paddock_wire::path::validate_path;
 use paddock_wire::{
@@ -23,17 +25,17 @@ pub struct Outcome {
 
 pub fn run(
     shared: &Shared,
+    db: &Db,
     conn: ConnId,
     session_id: i64,
     caller: &Caller,
     request: Request,
 ) -> Outcome {
-    let db = shared.db.read();
     let mut events = Vec::new();
     let result = {
         let mut watches = shared.watches.lock();
         let mut ctx = Ctx {
-            db: &db,
+            db,
             watches: &mut watches,
             conn,
             caller,
@@ -42,13 +44,13 @@ pub fn run(
             Request::SetWatches(request) => {
                 events = ctx
                     .watches
-                    .set_watches(conn, &request, |path| zxids(&db, path));
+                    .set_watches(conn, &request, |path| zxids(db, path));
                 Ok(Response::Empty)
             }
             Request::SetWatches2(request) => {
                 events = ctx
                     .watches
-                    .set_watches(conn, &request, |path| zxids(&db, path));
+                    .set_watches(conn, &request, |path| zxids(db, path));
                 Ok(Response::Empty)
             }
             Request::GetEphemerals(request) => Ok(Response::Ephemerals(

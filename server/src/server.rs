@@ -303,15 +303,17 @@ impl Shared {
         }
     }
 
-    /// Runs a read (or a local, per-connection request) against this server's tree.
+    /// Runs a read (or a local, per-connection request) against `db`, this server's
+    /// tree as the caller holds it locked.
     pub fn read(
         &self,
+        db: &Db,
         conn: ConnId,
         session_id: i64,
         caller: &Caller,
         request: Request,
     ) -> query::Outcome {
-        query::run(self, conn, session_id, caller, request)
+        query::run(self, db, conn, session_id, caller, request)
     }
 
     pub fn connection_closed(&self, conn: ConnId, session_id: i64) {

@@ -12,4 +12,5 @@ mod loadgen;
 mod nodes;
 mod sessions;
 mod support;
+mod watch_order;
 mod zkcli;
