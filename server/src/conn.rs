@@ -18,8 +18,8 @@ use bytes::{Bytes, BytesMut};
 use paddock_wire::codec::{write_frame, FrameError};
 use paddock_wire::jute::Record;
 use paddock_wire::{
-    ConnectRequest, ConnectResponse, ErrorCode, FrameCodec, OpCode, ReplyHeader, Request,
-    RequestHeader, Response, Xid,
+    perms, Acl, ConnectRequest, ConnectResponse, ErrorCode, FrameCodec, OpCode, ReplyHeader,
+    Request, RequestHeader, Response, Xid,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -27,6 +27,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Decoder;
 
+use crate::acl;
 use crate::fourlw;
 use crate::query::Outcome;
 use crate::server::{ConnId, Db, Outbound, Reattach, Shared};
@@ -274,7 +275,7 @@ impl Conn {
             tokio::select! {
                 biased;
                 message = outbound.recv() => match message {
-                    Some(Outbound::Notification { zxid, event }) => self.push_notification(zxid, &event)?,
+                    Some(Outbound::Notification { zxid, event, acl }) => self.deliver(zxid, &event, &acl)?,
                     Some(Outbound::Close) | None => {
                         self.flush().await?;
                         return Err(ConnError::SessionClosed);
@@ -450,12 +451,29 @@ impl Conn {
     ) -> Result<(), ConnError> {
         while let Ok(message) = outbound.try_recv() {
             match message {
-                Outbound::Notification { zxid, event } => self.push_notification(zxid, &event)?,
+                Outbound::Notification { zxid, event, acl } => self.deliver(zxid, &event, &acl)?,
                 // Seen again by the select loop's recv after this turn.
                 Outbound::Close => return Err(ConnError::SessionClosed),
             }
         }
         Ok(())
+    }
+
+    /// Sends a fired watch's event if this connection may READ the changed node
+    /// (CVE-2024-23944: a watch, recursive ones above all, must not reveal the paths
+    /// of nodes its holder cannot read). The identities are the current ones, as
+    /// ZooKeeper's `ServerCnxn.process(event, acl)` checks them.
+    fn deliver(
+        &mut self,
+        zxid: i64,
+        event: &paddock_wire::WatcherEvent,
+        acl: &[Acl],
+    ) -> Result<(), ConnError> {
+        if !acl::is_allowed(acl, perms::READ, self.caller.ids()) {
+            tracing::trace!(path = %event.path, "event filtered by ACL");
+            return Ok(());
+        }
+        self.push_notification(zxid, event)
     }
 
     fn push_notification(

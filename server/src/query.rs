@@ -45,12 +45,14 @@ pub fn run(
                 events = ctx
                     .watches
                     .set_watches(conn, &request, |path| zxids(db, path));
+                events.retain(|event| may_hear(db, caller, event));
                 Ok(Response::Empty)
             }
             Request::SetWatches2(request) => {
                 events = ctx
                     .watches
                     .set_watches(conn, &request, |path| zxids(db, path));
+                events.retain(|event| may_hear(db, caller, event));
                 Ok(Response::Empty)
             }
             Request::GetEphemerals(request) => Ok(Response::Ephemerals(
@@ -64,6 +66,17 @@ pub fn run(
         result,
         events,
     }
+}
+
+/// Whether a missed event found by `setWatches` may be sent: READ on the node as it
+/// is now (the ACL it had when it changed is gone). ZooKeeper sends these unchecked,
+/// which would let any client learn of changes to nodes it cannot read by naming them
+/// in a `setWatches`. A deleted node has no ACL left: its deletion is told, as
+/// `exists` would tell it.
+fn may_hear(db: &Db, caller: &Caller, event: &WatcherEvent) -> bool {
+    db.tree.node(&event.path).is_none_or(|node| {
+        crate::acl::is_allowed(node.acl(), paddock_wire::perms::READ, caller.ids())
+    })
 }
 
 fn zxids(db: &Db, path: &str) -> Option<NodeZxids> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use paddock_wire::{ErrorCode, Request, WatcherEvent};
+use paddock_wire::{Acl, ErrorCode, Request, WatcherEvent};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -38,8 +38,14 @@ pub type ConnId = u64;
 /// What the rest of the server sends a connection task.
 #[derive(Debug)]
 pub enum Outbound {
-    /// A watch fired: written with xid -1 and the zxid of the txn that fired it.
-    Notification { zxid: i64, event: WatcherEvent },
+    /// A watch fired: written with xid -1 and the zxid of the txn that fired it, if
+    /// the connection's identities hold READ in `acl`, the changed node's ACL at the
+    /// time of the change (the parent's, for `NodeChildrenChanged`).
+    Notification {
+        zxid: i64,
+        event: WatcherEvent,
+        acl: Arc<[Acl]>,
+    },
     /// The session ended (expired, or moved to another connection).
     Close,
 }

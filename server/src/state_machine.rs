@@ -229,7 +229,9 @@ fn single_response(result: OpResult) -> Response {
     }
 }
 
-/// Queues each fired watch's event on the connections that hold it.
+/// Queues each fired watch's event on the connections that hold it, with the ACL
+/// that decides whether each may hear of it (checked by the connection against its
+/// own identities, which only it knows).
 fn fan_out(
     shared: &Shared,
     watches: &mut WatchRegistry<ConnId>,
@@ -253,6 +255,7 @@ fn fan_out(
                         state: KeeperState::SyncConnected,
                         path: trigger.path.clone(),
                     },
+                    acl: trigger.acl.clone(),
                 },
             );
         }

@@ -2,6 +2,7 @@
 //! driven by real ZooKeeper clients (kazoo, zkCli.sh) and by raw wire bytes, and
 //! compared with Apache ZooKeeper 3.8 running the same scenarios.
 
+mod acl_matrix;
 mod bad_input;
 mod durability;
 mod ensemble;
