@@ -33,6 +33,7 @@ pub fn settings(config: &Config) -> Settings {
         global_outstanding_limit: config.global_outstanding_limit as usize,
         jute_max_buffer: config.jute_max_buffer as usize,
         max_frame: config.jute_max_buffer as usize + FRAME_ALLOWANCE,
+        max_client_outgoing: config.max_client_outgoing_bytes as usize,
         extended_types: config.extended_types_enabled,
         super_digest: config
             .super_digest

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use paddock_wire::{Acl, ErrorCode, Request, WatcherEvent};
 use parking_lot::{Mutex, RwLock};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::consensus::{Proposer, Status};
 use crate::metrics::Metrics;
+use crate::outbox::OutboxTx;
 use crate::query;
 use crate::session::{passwd_matches, Caller, ExpiryTracker, SessionTable};
 use crate::tree::DataTree;
@@ -66,6 +67,8 @@ pub struct Settings {
     pub jute_max_buffer: usize,
     /// The largest frame: `jute.maxbuffer` plus ZooKeeper's header allowance.
     pub max_frame: usize,
+    /// `maxClientOutgoingBytes`: what one connection may hold waiting to go out.
+    pub max_client_outgoing: usize,
     pub extended_types: bool,
     pub super_digest: Option<String>,
     pub four_letter_words: crate::config::FourLetterWords,
@@ -338,7 +341,7 @@ pub struct ConnRegistry {
 
 #[derive(Default)]
 struct ConnTable {
-    senders: HashMap<ConnId, mpsc::UnboundedSender<Outbound>>,
+    senders: HashMap<ConnId, OutboxTx>,
     by_session: HashMap<i64, ConnId>,
 }
 
@@ -349,7 +352,7 @@ impl ConnRegistry {
 
     /// Records that `conn` now holds `session`; a connection that held it before is
     /// told to close (the client moved).
-    pub fn attach(&self, conn: ConnId, session: i64, tx: mpsc::UnboundedSender<Outbound>) {
+    pub fn attach(&self, conn: ConnId, session: i64, tx: OutboxTx) {
         let mut table = self.inner.lock();
         table.senders.insert(conn, tx);
         if let Some(old) = table.by_session.insert(session, conn) {
