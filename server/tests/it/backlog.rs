@@ -22,7 +22,7 @@ const BIG: usize = 1_000_000;
 fn create(path: &str, data: Bytes) -> Request {
     Request::Create(CreateRequest {
         path: path.into(),
-        data,
+        data: data.into(),
         acl: Acl::open_unsafe(),
         flags: 0,
     })
@@ -108,7 +108,7 @@ fn clients_that_never_read_cannot_exhaust_memory() {
             let started = Instant::now();
             let set = Request::SetData(SetDataRequest {
                 path: names[i % names.len()].clone(),
-                data: Bytes::from_static(b"v"),
+                data: Bytes::from_static(b"v").into(),
                 version: -1,
             });
             let (header, _) = writer.call(i32::try_from(i).unwrap_or(0) + 10, &set);

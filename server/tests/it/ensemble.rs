@@ -16,7 +16,7 @@ fn create(client: &mut RawClient, xid: i32, path: &str, mode: CreateMode) -> Err
             xid,
             &Request::Create(CreateRequest {
                 path: path.into(),
-                data: Bytes::from_static(b"v"),
+                data: Bytes::from_static(b"v").into(),
                 acl: Acl::open_unsafe(),
                 flags: mode.flags(),
             }),
@@ -283,7 +283,7 @@ fn write_through_failures(
         let id = format!("w{xid}");
         let request = Request::Create(CreateRequest {
             path: "/load/n-".into(),
-            data: Bytes::copy_from_slice(id.as_bytes()),
+            data: Bytes::copy_from_slice(id.as_bytes()).into(),
             acl: Acl::open_unsafe(),
             flags: CreateMode::PersistentSequential.flags(),
         });

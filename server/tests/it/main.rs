@@ -5,6 +5,7 @@
 mod acl_matrix;
 mod backlog;
 mod bad_input;
+mod compat;
 mod durability;
 mod ensemble;
 mod fourlw;

@@ -66,7 +66,7 @@ fn events_precede_replies_that_reflect_them() {
     let create = |path: String| {
         Request::Create(CreateRequest {
             path,
-            data: Bytes::new(),
+            data: Bytes::new().into(),
             acl: Acl::open_unsafe(),
             flags: 0,
         })
@@ -89,7 +89,7 @@ fn events_precede_replies_that_reflect_them() {
                     }
                     let set = Request::SetData(SetDataRequest {
                         path: node((n * 7 + w) % NODES),
-                        data: Bytes::from_static(b"w"),
+                        data: Bytes::from_static(b"w").into(),
                         version: -1,
                     });
                     client.call(i32::try_from(n).unwrap_or(0) + 1, &set);
@@ -121,7 +121,7 @@ fn events_precede_replies_that_reflect_them() {
                 let request = if round % 4 == 0 && i == round % NODES {
                     Request::SetData(SetDataRequest {
                         path: path.clone(),
-                        data: Bytes::from_static(b"r"),
+                        data: Bytes::from_static(b"r").into(),
                         version: -1,
                     })
                 } else {

@@ -1,0 +1,19 @@
+//! What real clients found different from ZooKeeper 3.8, each run against both
+//! servers.
+
+use crate::kazoo::{assert_has, same_as_zookeeper};
+use crate::support::{kazoo, paddock, zookeeper};
+
+#[test]
+fn null_data_reads_back_as_null() {
+    // snapCount=2: the restart below restores from a snapshot and the log after it.
+    let mut ours = paddock("snapCount=2");
+    let theirs = zookeeper("");
+    let transcript = same_as_zookeeper(&ours, &theirs, "null_data");
+    assert_has(&transcript, "create-null None dataLength 0");
+    assert_has(&transcript, "set-empty b'' dataLength 0");
+    assert_has(&transcript, "set-null None");
+    assert_has(&transcript, "create-empty b''");
+    ours.restart();
+    assert_has(&kazoo(&ours, "null_data_read"), "null-after-restart None");
+}
