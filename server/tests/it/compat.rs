@@ -17,3 +17,13 @@ fn null_data_reads_back_as_null() {
     ours.restart();
     assert_has(&kazoo(&ours, "null_data_read"), "null-after-restart None");
 }
+
+#[test]
+fn addauth_ip_is_accepted() {
+    let ours = paddock("");
+    let theirs = zookeeper("");
+    let transcript = same_as_zookeeper(&ours, &theirs, "addauth_ip");
+    assert_has(&transcript, "addauth-ip ok True");
+    assert_has(&transcript, "after-addauth-ip ok True");
+    assert_has(&transcript, "addauth-unknown-scheme error AuthFailedError");
+}
