@@ -38,6 +38,12 @@ use crate::wait::Applied;
 /// Requests one connection may have in flight before the server stops reading it.
 const MAX_OUTSTANDING_PER_CONN: usize = 1000;
 
+/// The largest reply: its length must fit the frame's i32 prefix. jute.maxbuffer
+/// bounds what the server accepts, not what it answers — ZooKeeper sends a
+/// getChildren reply of any size, and the client's own limit decides (the Java
+/// client's jute.maxbuffer; kazoo has none).
+const MAX_REPLY_FRAME: usize = i32::MAX as usize;
+
 /// The output buffer a connection keeps between turns; a larger one, grown by a
 /// burst, is given back once written.
 const RETAINED_OUTPUT_CAPACITY: usize = 64 * 1024;
@@ -549,17 +555,15 @@ impl Conn {
             Err(code) => (code, None),
         };
         let header = ReplyHeader { xid, zxid, err };
-        let max = self.codec.max_frame();
-        let written = write_frame(&mut self.out, max, |b| {
+        let written = write_frame(&mut self.out, MAX_REPLY_FRAME, |b| {
             header.encode(b);
             if let Some(body) = &body {
                 body.encode(b);
             }
         });
         if let Err(FrameError::TooLarge { len, .. }) = written {
-            // A reply the client could not read (e.g. getChildren of a huge node):
-            // answer with an error instead of a frame it would reject.
-            tracing::warn!(xid, len, "reply exceeds jute.maxbuffer");
+            // A reply no frame can carry: answer with an error instead.
+            tracing::warn!(xid, len, "reply exceeds the largest frame");
             self.push_error(xid, ErrorCode::MarshallingError)?;
         }
         Ok(())

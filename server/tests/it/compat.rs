@@ -27,3 +27,13 @@ fn addauth_ip_is_accepted() {
     assert_has(&transcript, "after-addauth-ip ok True");
     assert_has(&transcript, "addauth-unknown-scheme error AuthFailedError");
 }
+
+#[test]
+fn replies_larger_than_jute_maxbuffer_are_served() {
+    // jute.maxbuffer bounds what a server accepts, not what it answers: ZooKeeper
+    // sends kazoo a getChildren reply of 1.8 MB.
+    let ours = paddock("");
+    let theirs = zookeeper("");
+    let transcript = same_as_zookeeper(&ours, &theirs, "big_children");
+    assert_has(&transcript, "children 49000 reply-bytes 1764004");
+}
