@@ -110,6 +110,30 @@ pub struct Ensemble {
 }
 
 impl Ensemble {
+    /// The membership as ZooKeeper writes it to `/zookeeper/config` and under `conf`'s
+    /// `membership:` (`QuorumMaj.toString`): a `server.N=` line per server by id, then
+    /// the config's version — 0 for a static config, which this always is. A server's
+    /// client address is shown only when its line gives one.
+    pub fn membership(&self) -> String {
+        let mut out = String::new();
+        for server in self.servers.values() {
+            let peer = HostPort {
+                host: server.host.clone(),
+                port: server.peer_port,
+            };
+            out.push_str(&format!(
+                "server.{}={peer}:{}:{}",
+                server.id, server.election_port, server.role
+            ));
+            if let Some(client) = &server.client {
+                out.push_str(&format!(";{client}"));
+            }
+            out.push('\n');
+        }
+        out.push_str("version=0");
+        out
+    }
+
     /// The servers that vote.
     pub fn participants(&self) -> impl Iterator<Item = &ServerSpec> {
         self.servers
@@ -1422,6 +1446,29 @@ server.3=zk3:2888:3888
         assert_eq!(config.super_digest, None);
         assert_eq!(config.group_commit_max_entries, 1000);
         assert_eq!(config.warnings, []);
+    }
+
+    #[test]
+    fn membership_is_written_as_zookeeper_writes_it() {
+        let config = parse_as(
+            &minimal(
+                "initLimit=10
+syncLimit=5
+server.2=10.0.0.2:2888:3888:observer;10.0.0.2:2181
+server.1=10.0.0.1:2888:3888
+server.3=[fe80::3]:2888:3888",
+            ),
+            "1",
+        )
+        .unwrap();
+        let ensemble = config.ensemble.as_ref().unwrap();
+        assert_eq!(
+            ensemble.membership(),
+            "server.1=10.0.0.1:2888:3888:participant\n\
+             server.2=10.0.0.2:2888:3888:observer;10.0.0.2:2181\n\
+             server.3=[fe80::3]:2888:3888:participant\n\
+             version=0"
+        );
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub fn settings(config: &Config) -> Settings {
             .map(|d| format!("{}:{}", d.user, d.digest)),
         four_letter_words: config.four_letter_words.clone(),
         data_dir: config.data_dir.clone(),
+        data_log_dir: config.data_log_dir.clone(),
+        ensemble: config.ensemble.clone(),
     }
 }
 

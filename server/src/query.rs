@@ -6,12 +6,14 @@
 //! unnoticed, and the caller drains the connection's notifications under the same lock
 //! (see `conn.rs`), so the reply cannot overtake the events of what it shows.
 
+use bytes::Bytes;
 use paddock_wire::path::validate_path;
 use paddock_wire::{
-    AddWatchMode, ClientInfo, ErrorCode, OpResult, Request, Response, WatcherEvent, WatcherType,
+    AddWatchMode, ClientInfo, Data, ErrorCode, OpResult, Request, Response, WatcherEvent,
+    WatcherType,
 };
 
-use crate::server::{ConnId, Db, Shared};
+use crate::server::{ConnId, Db, Settings, Shared};
 use crate::session::Caller;
 use crate::watch::{NodeZxids, WatchKind, WatchRegistry};
 
@@ -36,6 +38,7 @@ pub fn run(
         let mut watches = shared.watches.lock();
         let mut ctx = Ctx {
             db,
+            settings: &shared.settings,
             watches: &mut watches,
             conn,
             caller,
@@ -86,21 +89,42 @@ fn zxids(db: &Db, path: &str) -> Option<NodeZxids> {
     })
 }
 
+/// The node ZooKeeper keeps the ensemble's membership in.
+const CONFIG_NODE: &str = "/zookeeper/config";
+
+fn data_length(data: &Data) -> i32 {
+    i32::try_from(data.len()).unwrap_or(i32::MAX)
+}
+
 struct Ctx<'a> {
     db: &'a Db,
+    settings: &'a Settings,
     watches: &'a mut WatchRegistry<ConnId>,
     conn: ConnId,
     caller: &'a Caller,
 }
 
 impl Ctx<'_> {
+    /// What `/zookeeper/config` reads as in an ensemble. Each server serves it from its
+    /// own config, as ZooKeeper does from its quorum verifier: the replicated node
+    /// stays empty, so replicas and snapshots never carry one server's view of it.
+    fn membership(&self) -> Option<Data> {
+        let ensemble = self.settings.ensemble.as_ref()?;
+        Some(Bytes::from(ensemble.membership()).into())
+    }
+
     fn run(&mut self, request: Request) -> Result<Response, ErrorCode> {
         let tree = &self.db.tree;
         let caller = self.caller.ids();
         match request {
             Request::Exists(r) => {
                 valid(&r.path)?;
-                let found = tree.stat(&r.path, caller);
+                let mut found = tree.stat(&r.path, caller);
+                if let (CONFIG_NODE, Ok(stat), Some(membership)) =
+                    (r.path.as_str(), &mut found, self.membership())
+                {
+                    stat.data_length = data_length(&membership);
+                }
                 // An exists watch is left whether or not the node exists (on a missing
                 // node it waits for the creation), but not when access was denied.
                 if r.watch && found != Err(ErrorCode::NoAuth) {
@@ -110,7 +134,11 @@ impl Ctx<'_> {
             }
             Request::GetData(r) => {
                 valid(&r.path)?;
-                let (data, stat) = tree.get_data(&r.path, caller)?;
+                let (mut data, mut stat) = tree.get_data(&r.path, caller)?;
+                if let (CONFIG_NODE, Some(membership)) = (r.path.as_str(), self.membership()) {
+                    stat.data_length = data_length(&membership);
+                    data = membership;
+                }
                 if r.watch {
                     self.watches.add_watch(self.conn, &r.path, WatchKind::Data);
                 }

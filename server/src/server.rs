@@ -73,6 +73,10 @@ pub struct Settings {
     pub super_digest: Option<String>,
     pub four_letter_words: crate::config::FourLetterWords,
     pub data_dir: std::path::PathBuf,
+    /// For `conf` and `dirs`.
+    pub data_log_dir: std::path::PathBuf,
+    /// The `server.N` lines, for `/zookeeper/config` and `conf`; `None` standalone.
+    pub ensemble: Option<crate::config::Ensemble>,
 }
 
 /// The replicated state: changed only by the state machine, read by everyone.
