@@ -199,11 +199,12 @@ impl Client {
         }
     }
 
-    /// The node's data and `Stat`.
+    /// The node's data and `Stat`. Data a client stored as null (which ZooKeeper keeps
+    /// apart from empty) reads as empty here.
     pub async fn get_data(&self, path: &str) -> Result<(Bytes, Stat), Error> {
         let request = Request::GetData(self.watched(path, false)?);
         match self.call(request, None).await? {
-            Response::GetData { data, stat } => Ok((data, stat)),
+            Response::GetData { data, stat } => Ok((data.bytes(), stat)),
             other => Err(unexpected(other)),
         }
     }
@@ -215,7 +216,7 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let effect = self.effect(&request, EffectKind::OneShot(OneShotKind::Data, tx));
         match self.call(request, effect).await? {
-            Response::GetData { data, stat } => Ok((data, stat, WatchFuture::new(rx))),
+            Response::GetData { data, stat } => Ok((data.bytes(), stat, WatchFuture::new(rx))),
             other => Err(unexpected(other)),
         }
     }
@@ -230,7 +231,7 @@ impl Client {
     ) -> Result<Stat, Error> {
         let request = Request::SetData(SetDataRequest {
             path: self.server_path(path)?,
-            data: Bytes::copy_from_slice(data),
+            data: Bytes::copy_from_slice(data).into(),
             version: version.unwrap_or(-1),
         });
         match self.call(request, None).await? {
@@ -496,7 +497,7 @@ impl Client {
             watch: false,
         });
         match self.call(request, None).await? {
-            Response::GetData { data, stat } => Ok((data, stat)),
+            Response::GetData { data, stat } => Ok((data.bytes(), stat)),
             other => Err(unexpected(other)),
         }
     }
@@ -517,7 +518,7 @@ impl Client {
             cur_config_id: from_config,
         });
         match self.call(request, None).await? {
-            Response::GetData { data, stat } => Ok((data, stat)),
+            Response::GetData { data, stat } => Ok((data.bytes(), stat)),
             other => Err(unexpected(other)),
         }
     }
@@ -619,7 +620,7 @@ impl Client {
                 })?;
             return Ok(Request::CreateTtl(CreateTtlRequest {
                 path,
-                data,
+                data: data.into(),
                 acl,
                 flags,
                 ttl: i64::try_from(ttl).unwrap_or(i64::MAX),
@@ -630,7 +631,7 @@ impl Client {
         }
         let request = CreateRequest {
             path,
-            data,
+            data: data.into(),
             acl,
             flags,
         };

@@ -73,7 +73,7 @@ impl Transaction {
         let op = self.client.server_path(path).map(|path| {
             Request::SetData(SetDataRequest {
                 path,
-                data: Bytes::copy_from_slice(data),
+                data: Bytes::copy_from_slice(data).into(),
                 version: version.unwrap_or(-1),
             })
         });

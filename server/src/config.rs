@@ -71,6 +71,12 @@ pub struct Config {
     /// The largest record accepted, in bytes (`jute.maxbuffer`): ZooKeeper's sanity limit
     /// on znode data and on every request and response, so it also bounds frames.
     pub jute_max_buffer: u32,
+    /// The most bytes one connection may hold waiting to go out — replies not yet
+    /// written and notifications not yet taken (`maxClientOutgoingBytes`, Paddock's
+    /// own): past it the server stops reading the connection's requests, and closes a
+    /// connection whose events overflow it or whose output does not move for its
+    /// session timeout. One reply larger than the bound is still sent whole.
+    pub max_client_outgoing_bytes: u32,
     /// Whether TTL nodes may be created (`extendedTypesEnabled`). Their ephemeral-owner
     /// encoding leaves room for server ids below 255 only.
     pub extended_types_enabled: bool,
@@ -104,6 +110,30 @@ pub struct Ensemble {
 }
 
 impl Ensemble {
+    /// The membership as ZooKeeper writes it to `/zookeeper/config` and under `conf`'s
+    /// `membership:` (`QuorumMaj.toString`): a `server.N=` line per server by id, then
+    /// the config's version — 0 for a static config, which this always is. A server's
+    /// client address is shown only when its line gives one.
+    pub fn membership(&self) -> String {
+        let mut out = String::new();
+        for server in self.servers.values() {
+            let peer = HostPort {
+                host: server.host.clone(),
+                port: server.peer_port,
+            };
+            out.push_str(&format!(
+                "server.{}={peer}:{}:{}",
+                server.id, server.election_port, server.role
+            ));
+            if let Some(client) = &server.client {
+                out.push_str(&format!(";{client}"));
+            }
+            out.push('\n');
+        }
+        out.push_str("version=0");
+        out
+    }
+
     /// The servers that vote.
     pub fn participants(&self) -> impl Iterator<Item = &ServerSpec> {
         self.servers
@@ -417,6 +447,8 @@ impl Config {
 
 /// Paddock's own default for `autopurge.purgeInterval`, in hours.
 const DEFAULT_PURGE_INTERVAL_HOURS: u64 = 1;
+/// 16 MiB: sixteen replies of a full jute.maxbuffer, or some 100,000 watch events.
+const DEFAULT_MAX_CLIENT_OUTGOING_BYTES: u32 = 16 << 20;
 /// ZooKeeper's floor for `autopurge.snapRetainCount`.
 const MIN_SNAP_RETAIN_COUNT: u32 = 3;
 /// The largest server id: raft reserves 0, and session ids keep the id in one byte.
@@ -447,6 +479,7 @@ struct Settings {
     global_outstanding_limit: Option<u32>,
     four_letter_words: Option<FourLetterWords>,
     jute_max_buffer: Option<u32>,
+    max_client_outgoing_bytes: Option<u32>,
     extended_types_enabled: Option<bool>,
     super_digest: Option<SuperDigest>,
     group_commit_max_entries: Option<u32>,
@@ -517,6 +550,9 @@ impl Settings {
                 self.four_letter_words = Some(four_letter_words(value, &mut self.warnings));
             }
             "jute.maxbuffer" => self.jute_max_buffer = Some(java_decode(key, value)?),
+            "maxClientOutgoingBytes" => {
+                self.max_client_outgoing_bytes = Some(java_decode(key, value)?);
+            }
             "extendedTypesEnabled" => self.extended_types_enabled = Some(boolean(key, value)?),
             "superDigest" | "DigestAuthenticationProvider.superDigest" => {
                 self.super_digest = Some(super_digest(key, value)?);
@@ -683,6 +719,9 @@ impl Settings {
                 .take()
                 .unwrap_or_else(|| FourLetterWords::Only(BTreeSet::from(["srvr".to_owned()]))),
             jute_max_buffer: self.jute_max_buffer.unwrap_or(0xfffff),
+            max_client_outgoing_bytes: self
+                .max_client_outgoing_bytes
+                .unwrap_or(DEFAULT_MAX_CLIENT_OUTGOING_BYTES),
             extended_types_enabled,
             super_digest: self.super_digest.take(),
             group_commit_max_entries: self.group_commit_max_entries.unwrap_or(1000),
@@ -1402,10 +1441,34 @@ server.3=zk3:2888:3888
         assert!(config.four_letter_words.is_enabled("srvr"));
         assert!(!config.four_letter_words.is_enabled("ruok"));
         assert_eq!(config.jute_max_buffer, 0xfffff);
+        assert_eq!(config.max_client_outgoing_bytes, 16 << 20);
         assert!(!config.extended_types_enabled);
         assert_eq!(config.super_digest, None);
         assert_eq!(config.group_commit_max_entries, 1000);
         assert_eq!(config.warnings, []);
+    }
+
+    #[test]
+    fn membership_is_written_as_zookeeper_writes_it() {
+        let config = parse_as(
+            &minimal(
+                "initLimit=10
+syncLimit=5
+server.2=10.0.0.2:2888:3888:observer;10.0.0.2:2181
+server.1=10.0.0.1:2888:3888
+server.3=[fe80::3]:2888:3888",
+            ),
+            "1",
+        )
+        .unwrap();
+        let ensemble = config.ensemble.as_ref().unwrap();
+        assert_eq!(
+            ensemble.membership(),
+            "server.1=10.0.0.1:2888:3888:participant\n\
+             server.2=10.0.0.2:2888:3888:observer;10.0.0.2:2181\n\
+             server.3=[fe80::3]:2888:3888:participant\n\
+             version=0"
+        );
     }
 
     #[test]
@@ -1425,6 +1488,7 @@ preAllocSize=1024
 globalOutstandingLimit=200
 4lw.commands.whitelist=stat, ruok,conf
 jute.maxbuffer=0x400000
+maxClientOutgoingBytes=1048576
 extendedTypesEnabled=true
 superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=
 commitBatchMaxEntries=64",
@@ -1451,6 +1515,7 @@ commitBatchMaxEntries=64",
             FourLetterWords::Only(BTreeSet::from(words))
         );
         assert_eq!(config.jute_max_buffer, 0x400000);
+        assert_eq!(config.max_client_outgoing_bytes, 1 << 20);
         assert!(config.extended_types_enabled);
         assert_eq!(
             config

@@ -5,36 +5,49 @@
 //! sent; a read queued behind one of the session's pending writes waits for it; a watch
 //! event reaches the client before the reply of any later read that reflects the
 //! change. The queue below enforces the first two; the third holds because the state
-//! machine queues notifications on this connection's channel before the change is
-//! visible to reads, and this task drains that channel before running a read.
+//! machine queues notifications on this connection's channel under the tree's write
+//! lock, before it completes the write's waiter, and this task drains that channel
+//! after taking the read lock for a read, and after a write's result arrives.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use paddock_wire::codec::{write_frame, FrameError};
 use paddock_wire::jute::Record;
 use paddock_wire::{
-    ConnectRequest, ConnectResponse, ErrorCode, FrameCodec, OpCode, ReplyHeader, Request,
-    RequestHeader, Response, Xid,
+    perms, Acl, ConnectRequest, ConnectResponse, ErrorCode, FrameCodec, OpCode, ReplyHeader,
+    Request, RequestHeader, Response, Xid,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::codec::Decoder;
 
+use crate::acl;
 use crate::fourlw;
 use crate::monotonic::AtomicInstant;
+use crate::outbox::{self, OutboxRx, OutboxTx};
 use crate::query::Outcome;
-use crate::server::{ConnId, Outbound, Reattach, Shared, WriteSlot};
+use crate::server::{ConnId, Db, Outbound, Reattach, Shared, WriteSlot};
 use crate::session::Caller;
 use crate::wait::Applied;
 
 /// Requests one connection may have in flight before the server stops reading it.
 const MAX_OUTSTANDING_PER_CONN: usize = 1000;
+
+/// The largest reply: its length must fit the frame's i32 prefix. jute.maxbuffer
+/// bounds what the server accepts, not what it answers — ZooKeeper sends a
+/// getChildren reply of any size, and the client's own limit decides (the Java
+/// client's jute.maxbuffer; kazoo has none).
+const MAX_REPLY_FRAME: usize = i32::MAX as usize;
+
+/// The output buffer a connection keeps between turns; a larger one, grown by a
+/// burst, is given back once written.
+const RETAINED_OUTPUT_CAPACITY: usize = 64 * 1024;
 
 /// Why a connection ended, for the log.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +75,10 @@ pub enum ConnError {
     /// connection runs after a skipped one.
     #[error("a write's outcome is unknown (lost proposal); closing")]
     WriteLost,
+    #[error("watch events overflowed maxClientOutgoingBytes: the client is not reading")]
+    Overflow,
+    #[error("no output taken for {0:?} with replies waiting: the client is not reading")]
+    Stalled(Duration),
 }
 
 pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
@@ -82,11 +99,16 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         caller: Caller::for_peer(peer),
         queue: VecDeque::new(),
         closing: None,
+        stall_limit: shared.settings.min_session_timeout,
     };
     let result = conn.run().await;
     match &result {
         Ok(()) | Err(ConnError::Eof) | Err(ConnError::SessionClosed) => {
             tracing::debug!(%peer, session = format_args!("{:#x}", conn.session_id), "connection closed")
+        }
+        Err(e @ (ConnError::Overflow | ConnError::Stalled(_))) => {
+            shared.metrics.closed_over_backlog();
+            tracing::warn!(%peer, session = format_args!("{:#x}", conn.session_id), "closing connection: {e}");
         }
         Err(e) => tracing::info!(%peer, "closing connection: {e}"),
     }
@@ -115,6 +137,9 @@ struct Conn {
     /// Set when the connection must close once its replies are written (a failed
     /// `addauth`, which ZooKeeper answers with AuthFailed and a disconnect).
     closing: Option<&'static str>,
+    /// How long a write may take no bytes before the connection is closed: the
+    /// session timeout, since the session's pings are not read meanwhile either.
+    stall_limit: Duration,
 }
 
 /// A request whose reply has not been written yet, in arrival order.
@@ -171,7 +196,7 @@ impl Conn {
             .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
         self.wait_until_ready(handshake_timeout).await?;
         let request = ConnectRequest::decode(&mut paddock_wire::Reader::new(connect))?;
-        let (outbound_tx, outbound_rx) = mpsc::unbounded_channel();
+        let (outbound_tx, outbound_rx) = outbox::channel(self.shared.settings.max_client_outgoing);
         self.handshake(request, outbound_tx).await?;
         self.serve_requests(outbound_rx).await
     }
@@ -215,7 +240,7 @@ impl Conn {
     async fn handshake(
         &mut self,
         request: ConnectRequest,
-        outbound: mpsc::UnboundedSender<Outbound>,
+        outbound: OutboxTx,
     ) -> Result<(), ConnError> {
         let last_zxid = self.shared.last_zxid();
         if request.last_zxid_seen > last_zxid {
@@ -273,11 +298,12 @@ impl Conn {
         write_frame(&mut self.out, self.codec.max_frame(), |b| {
             response.encode(b)
         })?;
-        self.flush().await?;
+        self.flush(None).await?;
         if !accepted {
             return Err(ConnError::Refused("session expired or wrong password"));
         }
         self.session_id = response.session_id;
+        self.stall_limit = Duration::from_millis(u64::try_from(response.timeout).unwrap_or(0));
         self.heard.store(Instant::now());
         self.shared
             .conns
@@ -285,25 +311,33 @@ impl Conn {
         Ok(())
     }
 
-    async fn serve_requests(
-        &mut self,
-        mut outbound: mpsc::UnboundedReceiver<Outbound>,
-    ) -> Result<(), ConnError> {
+    async fn serve_requests(&mut self, mut outbound: OutboxRx) -> Result<(), ConnError> {
         let shared = self.shared.clone();
         loop {
+            // Work a turn left when its output reached the bound: the reads queued
+            // behind it, then the requests already buffered. Output is flushed before
+            // anything more is read, so a client that does not read stops being read.
+            self.run_ready_locals(&mut outbound)?;
+            self.take_frames(&mut outbound)?;
+            self.flush(Some(&outbound)).await?;
+            if let Some(reason) = self.closing {
+                return Err(ConnError::Refused(reason));
+            }
             let can_read = self.queue.len() < MAX_OUTSTANDING_PER_CONN && shared.admits_more();
+            let overflowed = outbound.overflowed();
             tokio::select! {
                 biased;
                 message = outbound.recv() => match message {
-                    Some(Outbound::Notification { zxid, event }) => self.push_notification(zxid, &event)?,
+                    Some(Outbound::Notification { zxid, event, acl }) => self.deliver(zxid, &event, &acl)?,
                     Some(Outbound::Close) | None => {
-                        self.flush().await?;
+                        self.flush(Some(&outbound)).await?;
                         return Err(ConnError::SessionClosed);
                     }
                 },
+                () = overflowed => return Err(ConnError::Overflow),
                 applied = head_write(&mut self.queue) => {
                     if applied.result == Err(ErrorCode::ConnectionLoss) {
-                        self.flush().await?;
+                        self.flush(Some(&outbound)).await?;
                         return Err(ConnError::WriteLost);
                     }
                     self.drain_notifications(&mut outbound)?;
@@ -311,7 +345,7 @@ impl Conn {
                         Some(Pending::Write { xid, op, arrived, .. }) => {
                             self.push_applied(xid, arrived, applied.zxid, applied.result)?;
                             if op == OpCode::CloseSession {
-                                self.flush().await?;
+                                self.flush(Some(&outbound)).await?;
                                 return Ok(());
                             }
                         }
@@ -327,25 +361,36 @@ impl Conn {
                     if read? == 0 {
                         return Err(ConnError::Eof);
                     }
-                    while self.queue.len() < MAX_OUTSTANDING_PER_CONN {
-                        let Some(frame) = self.codec.decode(&mut self.inbuf)? else { break };
-                        self.on_frame(frame, &mut outbound)?;
-                    }
+                    self.take_frames(&mut outbound)?;
                 },
                 _ = shared.shutdown.cancelled() => return Err(ConnError::Shutdown),
             }
-            self.flush().await?;
+            self.flush(Some(&outbound)).await?;
             if let Some(reason) = self.closing {
                 return Err(ConnError::Refused(reason));
             }
         }
     }
 
-    fn on_frame(
-        &mut self,
-        frame: Bytes,
-        outbound: &mut mpsc::UnboundedReceiver<Outbound>,
-    ) -> Result<(), ConnError> {
+    /// Whether this turn's output has reached the bound: stop producing until it is
+    /// written.
+    fn output_full(&self) -> bool {
+        self.out.len() >= self.shared.settings.max_client_outgoing
+    }
+
+    /// Handles the complete requests buffered from the socket, until the queue or the
+    /// output is full.
+    fn take_frames(&mut self, outbound: &mut OutboxRx) -> Result<(), ConnError> {
+        while self.queue.len() < MAX_OUTSTANDING_PER_CONN && !self.output_full() {
+            let Some(frame) = self.codec.decode(&mut self.inbuf)? else {
+                break;
+            };
+            self.on_frame(frame, outbound)?;
+        }
+        Ok(())
+    }
+
+    fn on_frame(&mut self, frame: Bytes, outbound: &mut OutboxRx) -> Result<(), ConnError> {
         self.shared.metrics.packet_received();
         self.heard.store(Instant::now());
         let mut r = paddock_wire::Reader::new(frame);
@@ -407,15 +452,15 @@ impl Conn {
         Ok(())
     }
 
-    /// Runs the local requests at the head of the queue, up to the first pending write.
-    fn run_ready_locals(
-        &mut self,
-        outbound: &mut mpsc::UnboundedReceiver<Outbound>,
-    ) -> Result<(), ConnError> {
-        while matches!(
-            self.queue.front(),
-            Some(Pending::Local { .. } | Pending::Rejected { .. })
-        ) {
+    /// Runs the local requests at the head of the queue, up to the first pending write
+    /// or until the output is full.
+    fn run_ready_locals(&mut self, outbound: &mut OutboxRx) -> Result<(), ConnError> {
+        while !self.output_full()
+            && matches!(
+                self.queue.front(),
+                Some(Pending::Local { .. } | Pending::Rejected { .. })
+            )
+        {
             let (xid, request, arrived) = match self.queue.pop_front() {
                 Some(Pending::Local {
                     xid,
@@ -428,8 +473,14 @@ impl Conn {
                 }
                 _ => break,
             };
+            let shared = self.shared.clone();
+            let db = shared.db.read();
+            // Must drain after taking the read view and before replying: the state
+            // machine queues a txn's notifications under the write lock, so every
+            // event of what this view shows is in the channel by now.
             self.drain_notifications(outbound)?;
-            let outcome = self.run_local(request);
+            let outcome = self.run_local(&db, request);
+            drop(db);
             for event in &outcome.events {
                 self.push_notification(outcome.zxid, event)?;
             }
@@ -438,7 +489,9 @@ impl Conn {
         Ok(())
     }
 
-    fn run_local(&mut self, request: Request) -> Outcome {
+    /// Runs a local request against `db`, which the caller holds locked (so nothing
+    /// here may lock it again).
+    fn run_local(&mut self, db: &Db, request: Request) -> Outcome {
         let result = match request {
             Request::Ping => Ok(Response::Empty),
             Request::Auth(auth) => {
@@ -457,28 +510,48 @@ impl Conn {
             request => {
                 return self
                     .shared
-                    .read(self.id, self.session_id, &self.caller, request)
+                    .read(db, self.id, self.session_id, &self.caller, request)
             }
         };
         Outcome {
-            zxid: self.shared.last_zxid(),
+            zxid: db.last_zxid,
             result,
             events: Vec::new(),
         }
     }
 
-    fn drain_notifications(
-        &mut self,
-        outbound: &mut mpsc::UnboundedReceiver<Outbound>,
-    ) -> Result<(), ConnError> {
-        while let Ok(message) = outbound.try_recv() {
+    /// Moves the queued notifications to the output, before a reply.
+    fn drain_notifications(&mut self, outbound: &mut OutboxRx) -> Result<(), ConnError> {
+        // An event was dropped for this connection: no reply may follow it, since the
+        // reply could show the change whose event the client never gets.
+        if outbound.is_overflowed() {
+            return Err(ConnError::Overflow);
+        }
+        while let Some(message) = outbound.try_recv() {
             match message {
-                Outbound::Notification { zxid, event } => self.push_notification(zxid, &event)?,
+                Outbound::Notification { zxid, event, acl } => self.deliver(zxid, &event, &acl)?,
                 // Seen again by the select loop's recv after this turn.
                 Outbound::Close => return Err(ConnError::SessionClosed),
             }
         }
         Ok(())
+    }
+
+    /// Sends a fired watch's event if this connection may READ the changed node
+    /// (CVE-2024-23944: a watch, recursive ones above all, must not reveal the paths
+    /// of nodes its holder cannot read). The identities are the current ones, as
+    /// ZooKeeper's `ServerCnxn.process(event, acl)` checks them.
+    fn deliver(
+        &mut self,
+        zxid: i64,
+        event: &paddock_wire::WatcherEvent,
+        acl: &[Acl],
+    ) -> Result<(), ConnError> {
+        if !acl::is_allowed(acl, perms::READ, self.caller.ids()) {
+            tracing::trace!(path = %event.path, "event filtered by ACL");
+            return Ok(());
+        }
+        self.push_notification(zxid, event)
     }
 
     fn push_notification(
@@ -514,17 +587,15 @@ impl Conn {
             Err(code) => (code, None),
         };
         let header = ReplyHeader { xid, zxid, err };
-        let max = self.codec.max_frame();
-        let written = write_frame(&mut self.out, max, |b| {
+        let written = write_frame(&mut self.out, MAX_REPLY_FRAME, |b| {
             header.encode(b);
             if let Some(body) = &body {
                 body.encode(b);
             }
         });
         if let Err(FrameError::TooLarge { len, .. }) = written {
-            // A reply the client could not read (e.g. getChildren of a huge node):
-            // answer with an error instead of a frame it would reject.
-            tracing::warn!(xid, len, "reply exceeds jute.maxbuffer");
+            // A reply no frame can carry: answer with an error instead.
+            tracing::warn!(xid, len, "reply exceeds the largest frame");
             self.push_error(xid, ErrorCode::MarshallingError)?;
         }
         Ok(())
@@ -540,10 +611,30 @@ impl Conn {
         Ok(())
     }
 
-    async fn flush(&mut self) -> Result<(), ConnError> {
-        if !self.out.is_empty() {
-            self.writer.write_all(&self.out).await?;
-            self.out.clear();
+    /// Writes the output. Closes the connection when no byte of it goes out for the
+    /// stall limit, or (once `outbound` is given) when events overflow meanwhile.
+    async fn flush(&mut self, outbound: Option<&OutboxRx>) -> Result<(), ConnError> {
+        while !self.out.is_empty() {
+            let overflowed = async {
+                match outbound {
+                    Some(outbound) => outbound.overflowed().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                written = self.writer.write(&self.out) => match written? {
+                    0 => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
+                    n => self.out.advance(n),
+                },
+                () = overflowed => return Err(ConnError::Overflow),
+                () = tokio::time::sleep(self.stall_limit) => {
+                    return Err(ConnError::Stalled(self.stall_limit))
+                }
+            }
+        }
+        if self.out.capacity() > RETAINED_OUTPUT_CAPACITY {
+            // One large reply must not pin its buffer for the connection's lifetime.
+            self.out = BytesMut::with_capacity(RETAINED_OUTPUT_CAPACITY);
         }
         Ok(())
     }

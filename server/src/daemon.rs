@@ -38,6 +38,7 @@ pub fn settings(config: &Config) -> Settings {
         global_outstanding_limit: config.global_outstanding_limit as usize,
         jute_max_buffer: config.jute_max_buffer as usize,
         max_frame: config.jute_max_buffer as usize + FRAME_ALLOWANCE,
+        max_client_outgoing: config.max_client_outgoing_bytes as usize,
         extended_types: config.extended_types_enabled,
         super_digest: config
             .super_digest
@@ -45,6 +46,8 @@ pub fn settings(config: &Config) -> Settings {
             .map(|d| format!("{}:{}", d.user, d.digest)),
         four_letter_words: config.four_letter_words.clone(),
         data_dir: config.data_dir.clone(),
+        data_log_dir: config.data_log_dir.clone(),
+        ensemble: config.ensemble.clone(),
     }
 }
 

@@ -121,6 +121,10 @@ fn mntr(shared: &Shared) -> String {
         ("zk_outstanding_requests", shared.waits.len().to_string()),
         ("zk_znode_count", nodes.to_string()),
         ("zk_watch_count", watches.watches.to_string()),
+        (
+            "zk_connections_closed_backlog",
+            shared.metrics.closed_over_backlog_count().to_string(),
+        ),
         ("zk_ephemerals_count", ephemerals.to_string()),
         ("zk_approximate_data_size", data_size.to_string()),
         ("zk_last_zxid", format!("{zxid:#x}")),

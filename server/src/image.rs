@@ -5,7 +5,8 @@
 //! `magic "PDKI" | version i32 (2) | last_zxid i64 |
 //!  sessions: count i32, then per session id i64 | timeout i32 | passwd buffer | owner i64 |
 //!  conn i64 | next_seq i64 |
-//!  nodes: count i64, then per node (parents first) path ustring | data buffer |
+//!  nodes: count i64, then per node (parents first) path ustring | data buffer (-1:
+//!  null data, kept apart from empty) |
 //!  acl vector<ACL> | czxid i64 | mzxid i64 | ctime i64 | mtime i64 | version i32 |
 //!  cversion i32 | aversion i32 | ephemeral_owner i64 | pzxid i64`.
 //! Integrity is the snapshot file's business (it carries a checksum over all of this).
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use paddock_wire::jute::{write_i32, write_i64, Reader, Record};
-use paddock_wire::{Acl, DecodeError};
+use paddock_wire::{Acl, Data, DecodeError};
 
 use crate::server::Db;
 use crate::session::{Session, SessionTable};
@@ -121,7 +122,7 @@ impl Image {
         let mut nodes = Vec::new();
         for _ in 0..node_count.max(0) {
             let path = r.read_ustring()?;
-            let data = r.read_buffer()?;
+            let data = Data::decode(&mut r)?;
             let acl: Vec<Acl> = Record::decode(&mut r)?;
             let stat = StatPersisted {
                 czxid: r.read_i64()?,
@@ -164,7 +165,7 @@ mod tests {
         let mut tree = DataTree::new();
         tree.create(
             "/a",
-            Bytes::from_static(b"x"),
+            Bytes::from_static(b"x").into(),
             &Acl::open_unsafe(),
             CreateMode::Persistent,
             None,
@@ -173,9 +174,18 @@ mod tests {
         .unwrap();
         tree.create(
             "/a/e",
-            Bytes::new(),
+            Bytes::new().into(),
             &Acl::open_unsafe(),
             CreateMode::Ephemeral,
+            None,
+            &ctx,
+        )
+        .unwrap();
+        tree.create(
+            "/a/null",
+            Data::NULL,
+            &Acl::open_unsafe(),
+            CreateMode::Persistent,
             None,
             &ctx,
         )
@@ -200,6 +210,9 @@ mod tests {
         assert_eq!(back.last_zxid, 5);
         assert_eq!(back.tree.digest(), image.tree.digest());
         assert_eq!(back.tree, image.tree);
+        let data = |tree: &DataTree, path| tree.node(path).map(|n| n.data().is_null());
+        assert_eq!(data(&back.tree, "/a/null"), Some(true), "null stays null");
+        assert_eq!(data(&back.tree, "/a/e"), Some(false), "empty stays empty");
         assert_eq!(back.sessions.get(0x100), image.sessions.get(0x100));
         assert_eq!(
             back.tree.get_ephemerals(0x100, "/"),

@@ -5,7 +5,8 @@
 //! - [`config`]: `zoo.cfg`, parsed and validated once.
 //! - [`daemon`]: wires the pieces together and runs until shutdown.
 //! - [`listener`]: accepts connections (`maxClientCnxns` per IP).
-//! - [`conn`]: one task per connection: handshake, per-session ordering, replies.
+//! - [`conn`]: one task per connection: handshake, per-session ordering, replies;
+//!   [`outbox`] bounds what it holds for a client that does not read.
 //! - [`fourlw`]: the four-letter words on the client port.
 //! - [`server`]: the shared state, and where a request forks into a read ([`query`])
 //!   or a proposed write ([`txn`], matched back through [`wait`]).
@@ -32,6 +33,7 @@ pub mod listener;
 pub mod liveness;
 pub mod metrics;
 pub mod monotonic;
+pub mod outbox;
 pub mod query;
 pub mod server;
 pub mod session;

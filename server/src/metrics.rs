@@ -10,6 +10,9 @@ pub struct Metrics {
     latency_count: AtomicU64,
     latency_max_ms: AtomicU64,
     latency_min_ms: AtomicU64,
+    /// Connections closed because they held more output than `maxClientOutgoingBytes`
+    /// allows (never reset: it counts events an operator must hear of).
+    closed_over_backlog: AtomicU64,
 }
 
 impl Metrics {
@@ -31,6 +34,14 @@ impl Metrics {
         } else {
             self.latency_min_ms.fetch_min(millis, Ordering::Relaxed);
         }
+    }
+
+    pub fn closed_over_backlog(&self) {
+        self.closed_over_backlog.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn closed_over_backlog_count(&self) -> u64 {
+        self.closed_over_backlog.load(Ordering::Relaxed)
     }
 
     pub fn received(&self) -> u64 {

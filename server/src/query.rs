@@ -1,15 +1,19 @@
 //! Reads and the other requests a server answers on its own, from its local tree
 //! (ZooKeeper semantics: reads are not linearizable unless preceded by `sync`).
 //!
-//! A watch is registered while the tree's read lock is held, so no write can slip in
-//! between the read and the registration and go unnoticed.
+//! The caller holds the tree's read lock for the whole request: a watch is registered
+//! under it, so no write can slip in between the read and the registration and go
+//! unnoticed, and the caller drains the connection's notifications under the same lock
+//! (see `conn.rs`), so the reply cannot overtake the events of what it shows.
 
+use bytes::Bytes;
 use paddock_wire::path::validate_path;
 use paddock_wire::{
-    AddWatchMode, ClientInfo, ErrorCode, OpResult, Request, Response, WatcherEvent, WatcherType,
+    AddWatchMode, ClientInfo, Data, ErrorCode, OpResult, Request, Response, WatcherEvent,
+    WatcherType,
 };
 
-use crate::server::{ConnId, Db, Shared};
+use crate::server::{ConnId, Db, Settings, Shared};
 use crate::session::Caller;
 use crate::watch::{NodeZxids, WatchKind, WatchRegistry};
 
@@ -23,17 +27,18 @@ pub struct Outcome {
 
 pub fn run(
     shared: &Shared,
+    db: &Db,
     conn: ConnId,
     session_id: i64,
     caller: &Caller,
     request: Request,
 ) -> Outcome {
-    let db = shared.db.read();
     let mut events = Vec::new();
     let result = {
         let mut watches = shared.watches.lock();
         let mut ctx = Ctx {
-            db: &db,
+            db,
+            settings: &shared.settings,
             watches: &mut watches,
             conn,
             caller,
@@ -42,13 +47,15 @@ pub fn run(
             Request::SetWatches(request) => {
                 events = ctx
                     .watches
-                    .set_watches(conn, &request, |path| zxids(&db, path));
+                    .set_watches(conn, &request, |path| zxids(db, path));
+                events.retain(|event| may_hear(db, caller, event));
                 Ok(Response::Empty)
             }
             Request::SetWatches2(request) => {
                 events = ctx
                     .watches
-                    .set_watches(conn, &request, |path| zxids(&db, path));
+                    .set_watches(conn, &request, |path| zxids(db, path));
+                events.retain(|event| may_hear(db, caller, event));
                 Ok(Response::Empty)
             }
             Request::GetEphemerals(request) => Ok(Response::Ephemerals(
@@ -64,6 +71,17 @@ pub fn run(
     }
 }
 
+/// Whether a missed event found by `setWatches` may be sent: READ on the node as it
+/// is now (the ACL it had when it changed is gone). ZooKeeper sends these unchecked,
+/// which would let any client learn of changes to nodes it cannot read by naming them
+/// in a `setWatches`. A deleted node has no ACL left: its deletion is told, as
+/// `exists` would tell it.
+fn may_hear(db: &Db, caller: &Caller, event: &WatcherEvent) -> bool {
+    db.tree.node(&event.path).is_none_or(|node| {
+        crate::acl::is_allowed(node.acl(), paddock_wire::perms::READ, caller.ids())
+    })
+}
+
 fn zxids(db: &Db, path: &str) -> Option<NodeZxids> {
     db.tree.node(path).map(|node| NodeZxids {
         mzxid: node.stat().mzxid,
@@ -71,21 +89,42 @@ fn zxids(db: &Db, path: &str) -> Option<NodeZxids> {
     })
 }
 
+/// The node ZooKeeper keeps the ensemble's membership in.
+const CONFIG_NODE: &str = "/zookeeper/config";
+
+fn data_length(data: &Data) -> i32 {
+    i32::try_from(data.len()).unwrap_or(i32::MAX)
+}
+
 struct Ctx<'a> {
     db: &'a Db,
+    settings: &'a Settings,
     watches: &'a mut WatchRegistry<ConnId>,
     conn: ConnId,
     caller: &'a Caller,
 }
 
 impl Ctx<'_> {
+    /// What `/zookeeper/config` reads as in an ensemble. Each server serves it from its
+    /// own config, as ZooKeeper does from its quorum verifier: the replicated node
+    /// stays empty, so replicas and snapshots never carry one server's view of it.
+    fn membership(&self) -> Option<Data> {
+        let ensemble = self.settings.ensemble.as_ref()?;
+        Some(Bytes::from(ensemble.membership()).into())
+    }
+
     fn run(&mut self, request: Request) -> Result<Response, ErrorCode> {
         let tree = &self.db.tree;
         let caller = self.caller.ids();
         match request {
             Request::Exists(r) => {
                 valid(&r.path)?;
-                let found = tree.stat(&r.path, caller);
+                let mut found = tree.stat(&r.path, caller);
+                if let (CONFIG_NODE, Ok(stat), Some(membership)) =
+                    (r.path.as_str(), &mut found, self.membership())
+                {
+                    stat.data_length = data_length(&membership);
+                }
                 // An exists watch is left whether or not the node exists (on a missing
                 // node it waits for the creation), but not when access was denied.
                 if r.watch && found != Err(ErrorCode::NoAuth) {
@@ -95,7 +134,11 @@ impl Ctx<'_> {
             }
             Request::GetData(r) => {
                 valid(&r.path)?;
-                let (data, stat) = tree.get_data(&r.path, caller)?;
+                let (mut data, mut stat) = tree.get_data(&r.path, caller)?;
+                if let (CONFIG_NODE, Some(membership)) = (r.path.as_str(), self.membership()) {
+                    stat.data_length = data_length(&membership);
+                    data = membership;
+                }
                 if r.watch {
                     self.watches.add_watch(self.conn, &r.path, WatchKind::Data);
                 }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use paddock_wire::{ErrorCode, Request, WatcherEvent};
+use paddock_wire::{Acl, ErrorCode, Request, WatcherEvent};
 use parking_lot::{Mutex, RwLock};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::consensus::{Proposer, Status};
@@ -18,6 +18,7 @@ use crate::ids::UniqueIds;
 use crate::liveness::Liveness;
 use crate::metrics::Metrics;
 use crate::monotonic::AtomicInstant;
+use crate::outbox::OutboxTx;
 use crate::query;
 use crate::session::{passwd_matches, Caller, SessionTable};
 use crate::tree::DataTree;
@@ -57,8 +58,14 @@ impl WriteSlot {
 /// What the rest of the server sends a connection task.
 #[derive(Debug)]
 pub enum Outbound {
-    /// A watch fired: written with xid -1 and the zxid of the txn that fired it.
-    Notification { zxid: i64, event: WatcherEvent },
+    /// A watch fired: written with xid -1 and the zxid of the txn that fired it, if
+    /// the connection's identities hold READ in `acl`, the changed node's ACL at the
+    /// time of the change (the parent's, for `NodeChildrenChanged`).
+    Notification {
+        zxid: i64,
+        event: WatcherEvent,
+        acl: Arc<[Acl]>,
+    },
     /// The session ended (expired, or moved to another connection).
     Close,
 }
@@ -79,10 +86,16 @@ pub struct Settings {
     pub jute_max_buffer: usize,
     /// The largest frame: `jute.maxbuffer` plus ZooKeeper's header allowance.
     pub max_frame: usize,
+    /// `maxClientOutgoingBytes`: what one connection may hold waiting to go out.
+    pub max_client_outgoing: usize,
     pub extended_types: bool,
     pub super_digest: Option<String>,
     pub four_letter_words: crate::config::FourLetterWords,
     pub data_dir: std::path::PathBuf,
+    /// For `conf` and `dirs`.
+    pub data_log_dir: std::path::PathBuf,
+    /// The `server.N` lines, for `/zookeeper/config` and `conf`; `None` standalone.
+    pub ensemble: Option<crate::config::Ensemble>,
 }
 
 /// The replicated state: changed only by the state machine, read by everyone.
@@ -351,15 +364,17 @@ impl Shared {
         }
     }
 
-    /// Runs a read (or a local, per-connection request) against this server's tree.
+    /// Runs a read (or a local, per-connection request) against `db`, this server's
+    /// tree as the caller holds it locked.
     pub fn read(
         &self,
+        db: &Db,
         conn: ConnId,
         session_id: i64,
         caller: &Caller,
         request: Request,
     ) -> query::Outcome {
-        query::run(self, conn, session_id, caller, request)
+        query::run(self, db, conn, session_id, caller, request)
     }
 
     pub fn connection_closed(&self, conn: ConnId, session_id: i64) {
@@ -383,7 +398,7 @@ struct ConnTable {
 }
 
 struct ConnEntry {
-    tx: mpsc::UnboundedSender<Outbound>,
+    tx: OutboxTx,
     session: i64,
     /// Written by the connection on every packet, read for the liveness reports.
     heard: Arc<AtomicInstant>,
@@ -396,13 +411,7 @@ impl ConnRegistry {
 
     /// Records that `conn` now holds `session`; a connection that held it before is
     /// told to close (the client moved).
-    pub fn attach(
-        &self,
-        conn: ConnId,
-        session: i64,
-        tx: mpsc::UnboundedSender<Outbound>,
-        heard: Arc<AtomicInstant>,
-    ) {
+    pub fn attach(&self, conn: ConnId, session: i64, tx: OutboxTx, heard: Arc<AtomicInstant>) {
         let mut table = self.inner.lock();
         table.conns.insert(conn, ConnEntry { tx, session, heard });
         if let Some(old) = table.by_session.insert(session, conn) {

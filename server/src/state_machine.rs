@@ -215,7 +215,9 @@ pub fn install(shared: &Shared, image: Image) {
     db.last_zxid = image.last_zxid;
 }
 
-/// Queues each fired watch's event on the connections that hold it.
+/// Queues each fired watch's event on the connections that hold it, with the ACL
+/// that decides whether each may hear of it (checked by the connection against its
+/// own identities, which only it knows).
 fn fan_out(
     shared: &Shared,
     watches: &mut WatchRegistry<ConnId>,
@@ -239,6 +241,7 @@ fn fan_out(
                         state: KeeperState::SyncConnected,
                         path: trigger.path.clone(),
                     },
+                    acl: trigger.acl.clone(),
                 },
             );
         }

@@ -178,7 +178,7 @@ mod tests {
             TxnKind::Client(Request::Multi(vec![
                 Request::Create(CreateRequest {
                     path: "/a".into(),
-                    data: Bytes::from_static(b"x"),
+                    data: Bytes::from_static(b"x").into(),
                     acl: Acl::open_unsafe(),
                     flags: 1,
                 }),
@@ -187,6 +187,13 @@ mod tests {
                     version: 0,
                 }),
             ])),
+            // Null data is logged as null, not as empty.
+            TxnKind::Client(Request::Create(CreateRequest {
+                path: "/n".into(),
+                data: paddock_wire::Data::NULL,
+                acl: Acl::open_unsafe(),
+                flags: 0,
+            })),
             TxnKind::CreateSession {
                 timeout: 4000,
                 passwd: Bytes::from_static(&[7; 16]),

@@ -36,7 +36,7 @@ fn txn(server: u64, conn: u64, seq: u64, kind: TxnKind) -> Txn {
 fn create(path: &str, flags: i32) -> TxnKind {
     TxnKind::Client(Request::Create(CreateRequest {
         path: path.into(),
-        data: Bytes::new(),
+        data: Bytes::new().into(),
         acl: Acl::open_unsafe(),
         flags,
     }))

@@ -29,16 +29,20 @@ impl Caller {
         &self.ids
     }
 
-    /// `addauth SCHEME AUTH`. Only `digest` is supported (as in a default ZooKeeper);
-    /// a digest that matches `superDigest` also makes the caller the super user.
+    /// `addauth SCHEME AUTH` with the providers a default ZooKeeper registers:
+    /// `digest` (a digest that matches `superDigest` also makes the caller the super
+    /// user) and `ip`, which authenticates the connection as its own address whatever
+    /// AUTH says — an identity every caller already holds.
     pub fn add_auth(
         &mut self,
         scheme: &str,
         auth: &[u8],
         super_digest: Option<&str>,
     ) -> Result<(), ErrorCode> {
-        if scheme != "digest" {
-            return Err(ErrorCode::AuthFailed);
+        match scheme {
+            "ip" => return Ok(()),
+            "digest" => {}
+            _ => return Err(ErrorCode::AuthFailed),
         }
         let credentials = std::str::from_utf8(auth).map_err(|_| ErrorCode::AuthFailed)?;
         if !credentials.contains(':') {

@@ -85,9 +85,12 @@ impl DataTree {
         let mut tree = DataTree::empty();
         let open: Arc<[Acl]> = Acl::open_unsafe().into();
         let blank = StatPersisted::default();
-        tree.insert("/".to_owned(), Node::new(Bytes::new(), open.clone(), blank));
+        tree.insert(
+            "/".to_owned(),
+            Node::new(Bytes::new().into(), open.clone(), blank),
+        );
         for path in ["/zookeeper", "/zookeeper/quota"] {
-            tree.insert_linked(path, Node::new(Bytes::new(), open.clone(), blank));
+            tree.insert_linked(path, Node::new(Bytes::new().into(), open.clone(), blank));
         }
         let config_stat = StatPersisted {
             aversion: -1,
@@ -95,7 +98,7 @@ impl DataTree {
         };
         tree.insert_linked(
             "/zookeeper/config",
-            Node::new(Bytes::new(), Acl::read_unsafe().into(), config_stat),
+            Node::new(Bytes::new().into(), Acl::read_unsafe().into(), config_stat),
         );
         tree
     }
@@ -395,7 +398,7 @@ mod tests {
                     let ttl = mode.is_ttl().then_some(50);
                     tree.create(
                         path,
-                        Bytes::from(vec![0u8; next(4)]),
+                        Bytes::from(vec![0u8; next(4)]).into(),
                         &Acl::open_unsafe(),
                         mode,
                         ttl,
@@ -407,13 +410,13 @@ mod tests {
                     .delete(path, i32::try_from(next(2)).unwrap() - 1, &ctx)
                     .map(|_| ()),
                 3 => tree
-                    .set_data(path, Bytes::from(vec![1u8; next(4)]), -1, &ctx)
+                    .set_data(path, Bytes::from(vec![1u8; next(4)]).into(), -1, &ctx)
                     .map(|_| ()),
                 4 => {
                     let create = |p: &str| {
                         Request::Create(CreateRequest {
                             path: p.into(),
-                            data: Bytes::new(),
+                            data: Bytes::new().into(),
                             acl: Acl::open_unsafe(),
                             flags: 0,
                         })
@@ -470,7 +473,7 @@ mod tests {
         };
         tree.create(
             "/a",
-            Bytes::from_static(b"x"),
+            Bytes::from_static(b"x").into(),
             &Acl::open_unsafe(),
             paddock_wire::CreateMode::Persistent,
             None,
@@ -479,7 +482,7 @@ mod tests {
         .unwrap();
         tree.create(
             "/a/e",
-            Bytes::new(),
+            Bytes::new().into(),
             &Acl::open_unsafe(),
             paddock_wire::CreateMode::Ephemeral,
             None,

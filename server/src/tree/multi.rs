@@ -124,7 +124,7 @@ mod tests {
     fn create(path: &str, flags: i32) -> CreateRequest {
         CreateRequest {
             path: path.into(),
-            data: Bytes::new(),
+            data: Bytes::new().into(),
             acl: Acl::open_unsafe(),
             flags,
         }
@@ -148,14 +148,14 @@ mod tests {
             Request::Create2(create("/mm/a", 0)),
             Request::SetData(SetDataRequest {
                 path: "/mm".into(),
-                data: Bytes::from_static(b"x"),
+                data: Bytes::from_static(b"x").into(),
                 version: -1,
             }),
             Request::Check(pv("/mm", 1)),
             Request::Delete(pv("/mm/a", -1)),
             Request::CreateTtl(CreateTtlRequest {
                 path: "/t-".into(),
-                data: Bytes::new(),
+                data: Bytes::new().into(),
                 acl: Acl::open_unsafe(),
                 flags: 6,
                 ttl: 100,

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use imbl::OrdSet;
-use paddock_wire::{Acl, Stat};
+use paddock_wire::{Acl, Data, Stat};
 
 use super::digest;
 
@@ -115,7 +114,8 @@ impl StatPersisted {
 /// A znode. Cloning is cheap: data, ACL and the child set are shared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
-    data: Bytes,
+    /// Null kept apart from empty, as ZooKeeper keeps it.
+    data: Data,
     /// Shared so watch triggers can carry it for their READ check without a copy.
     acl: Arc<[Acl]>,
     stat: StatPersisted,
@@ -126,7 +126,7 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(data: Bytes, acl: Arc<[Acl]>, stat: StatPersisted) -> Self {
+    pub fn new(data: Data, acl: Arc<[Acl]>, stat: StatPersisted) -> Self {
         let data_hash = digest::of_bytes(&data);
         Node {
             data,
@@ -137,7 +137,7 @@ impl Node {
         }
     }
 
-    pub fn data(&self) -> &Bytes {
+    pub fn data(&self) -> &Data {
         &self.data
     }
 
@@ -185,7 +185,7 @@ impl Node {
         }
     }
 
-    pub(super) fn set_data(&mut self, data: Bytes) {
+    pub(super) fn set_data(&mut self, data: Data) {
         self.data_hash = digest::of_bytes(&data);
         self.data = data;
     }
@@ -219,6 +219,7 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     #[test]
     fn ephemeral_owner_encodings_round_trip() {
@@ -252,7 +253,7 @@ mod tests {
         // ZooKeeper 3.8: after creating a and b and deleting a, the parent reports
         // cversion 3 (2 creates * 2 - 1 child), numChildren 1.
         let mut node = Node::new(
-            Bytes::from_static(b"xy"),
+            Bytes::from_static(b"xy").into(),
             Arc::from(Acl::open_unsafe()),
             StatPersisted::new_node(4, 10, 0),
         );
@@ -269,7 +270,7 @@ mod tests {
         );
 
         let ttl = Node::new(
-            Bytes::new(),
+            Bytes::new().into(),
             Arc::from(Acl::open_unsafe()),
             StatPersisted::new_node(1, 1, NodeKind::Ttl { ttl_ms: 5 }.ephemeral_owner()),
         );

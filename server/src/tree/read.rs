@@ -2,8 +2,7 @@
 //! the node must exist (`NoNode`), then the caller needs READ (getACL: READ or ADMIN).
 //! Read paths are looked up as given, not validated: a malformed path names no node.
 
-use bytes::Bytes;
-use paddock_wire::{perms, Acl, ErrorCode, Id, Stat};
+use paddock_wire::{perms, Acl, Data, ErrorCode, Id, Stat};
 
 use super::node::Node;
 use super::DataTree;
@@ -23,7 +22,7 @@ impl DataTree {
         Ok(node)
     }
 
-    pub fn get_data(&self, path: &str, caller: &[Id]) -> Result<(Bytes, Stat), ErrorCode> {
+    pub fn get_data(&self, path: &str, caller: &[Id]) -> Result<(Data, Stat), ErrorCode> {
         let node = self.readable(path, perms::READ, caller)?;
         Ok((node.data().clone(), node.to_stat()))
     }
@@ -99,6 +98,7 @@ mod tests {
     use super::*;
     use crate::acl::{generate_digest, SUPER_SCHEME};
     use crate::tree::TxnContext;
+    use bytes::Bytes;
     use paddock_wire::perms::{ADMIN, ALL, READ};
     use paddock_wire::CreateMode;
 
@@ -112,8 +112,15 @@ mod tests {
     }
 
     fn mk(tree: &mut DataTree, path: &str, mode: CreateMode, ctx: &TxnContext<'_>) {
-        tree.create(path, Bytes::new(), &Acl::open_unsafe(), mode, None, ctx)
-            .unwrap();
+        tree.create(
+            path,
+            Bytes::new().into(),
+            &Acl::open_unsafe(),
+            mode,
+            None,
+            ctx,
+        )
+        .unwrap();
     }
 
     #[test]
@@ -135,7 +142,7 @@ mod tests {
         let c = ctx(1, 1, &owner);
         tree.create(
             "/r1",
-            Bytes::from_static(b"d"),
+            Bytes::from_static(b"d").into(),
             &[world(READ), digest_all.clone()],
             CreateMode::Persistent,
             None,
@@ -144,7 +151,7 @@ mod tests {
         .unwrap();
         tree.create(
             "/r2",
-            Bytes::new(),
+            Bytes::new().into(),
             std::slice::from_ref(&digest_all),
             CreateMode::Persistent,
             None,
@@ -153,7 +160,7 @@ mod tests {
         .unwrap();
         tree.create(
             "/r3",
-            Bytes::new(),
+            Bytes::new().into(),
             &[world(ADMIN), digest_all.clone()],
             CreateMode::Persistent,
             None,
@@ -198,7 +205,7 @@ mod tests {
         );
         assert_eq!(
             tree.get_data("/r1", &anon).unwrap().0,
-            Bytes::from_static(b"d")
+            Bytes::from_static(b"d").into()
         );
         let superuser = [Id::new(SUPER_SCHEME, "")];
         assert!(tree.get_data("/r2", &superuser).is_ok());

@@ -93,8 +93,15 @@ mod tests {
         ttl: Option<i64>,
         ctx: &TxnContext<'_>,
     ) {
-        tree.create(path, Bytes::new(), &Acl::open_unsafe(), mode, ttl, ctx)
-            .unwrap();
+        tree.create(
+            path,
+            Bytes::new().into(),
+            &Acl::open_unsafe(),
+            mode,
+            ttl,
+            ctx,
+        )
+        .unwrap();
     }
 
     #[test]
@@ -176,7 +183,7 @@ mod tests {
             None,
             &at(3, 1_900),
         );
-        tree.set_data("/t", Bytes::new(), -1, &at(4, 1_950))
+        tree.set_data("/t", Bytes::new().into(), -1, &at(4, 1_950))
             .unwrap();
         assert_eq!(
             tree.delete_container("/c", 0, &at(5, 2_000)).unwrap_err(),

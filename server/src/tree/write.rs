@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use paddock_wire::path::{basename, validate_path};
-use paddock_wire::{perms, Acl, CreateMode, ErrorCode, EventType, Id, OpCode, Stat};
+use paddock_wire::{perms, Acl, CreateMode, Data, ErrorCode, EventType, Id, OpCode, Stat};
 
 use super::node::{Node, NodeKind, StatPersisted, MAX_TTL_MS};
 use super::{is_special_path, DataTree};
@@ -166,7 +165,7 @@ impl DataTree {
     pub fn create(
         &mut self,
         path: &str,
-        data: Bytes,
+        data: Data,
         acl: &[Acl],
         mode: CreateMode,
         ttl: Option<i64>,
@@ -182,7 +181,7 @@ impl DataTree {
     pub fn create_with(
         &mut self,
         path: &str,
-        data: Bytes,
+        data: Data,
         acl: &[Acl],
         spec: CreateSpec,
         ctx: &TxnContext<'_>,
@@ -284,7 +283,7 @@ impl DataTree {
     pub fn set_data(
         &mut self,
         path: &str,
-        data: Bytes,
+        data: Data,
         version: i32,
         ctx: &TxnContext<'_>,
     ) -> Result<Applied<Stat>, ErrorCode> {
@@ -405,6 +404,7 @@ fn trigger(path: &str, event: EventType, acl: Arc<[Acl]>) -> WatchTrigger {
 mod tests {
     use super::*;
     use crate::acl::{generate_digest, SUPER_SCHEME};
+    use bytes::Bytes;
     use paddock_wire::perms::{ALL, READ};
 
     const SESSION: i64 = 0x0100_000b_2f0c_0001;
@@ -425,7 +425,7 @@ mod tests {
     fn mk(tree: &mut DataTree, path: &str, zxid: i64) -> String {
         tree.create(
             path,
-            Bytes::new(),
+            Bytes::new().into(),
             &open(),
             CreateMode::Persistent,
             None,
@@ -465,7 +465,7 @@ mod tests {
         let seq = tree
             .create(
                 "/p/s-",
-                Bytes::new(),
+                Bytes::new().into(),
                 &open(),
                 CreateMode::PersistentSequential,
                 None,
@@ -487,7 +487,7 @@ mod tests {
     fn mk_seq(tree: &mut DataTree, path: &str, zxid: i64) -> String {
         tree.create(
             path,
-            Bytes::new(),
+            Bytes::new().into(),
             &open(),
             CreateMode::PersistentSequential,
             None,
@@ -507,7 +507,7 @@ mod tests {
         let c = |tree: &mut DataTree, path: &str, acl: &[Acl]| {
             tree.create(
                 path,
-                Bytes::new(),
+                Bytes::new().into(),
                 acl,
                 CreateMode::Persistent,
                 None,
@@ -532,7 +532,7 @@ mod tests {
         // CREATE on the parent is checked before the path rules and existence.
         tree.create(
             "/y2",
-            Bytes::new(),
+            Bytes::new().into(),
             &Acl::read_unsafe(),
             CreateMode::Persistent,
             None,
@@ -557,7 +557,7 @@ mod tests {
         let e = tree
             .create(
                 "/e",
-                Bytes::new(),
+                Bytes::new().into(),
                 &open(),
                 CreateMode::Ephemeral,
                 None,
@@ -577,7 +577,7 @@ mod tests {
         let cont = tree
             .create(
                 "/c",
-                Bytes::new(),
+                Bytes::new().into(),
                 &open(),
                 CreateMode::Container,
                 None,
@@ -592,7 +592,7 @@ mod tests {
         // Children of containers and TTL nodes are allowed, ephemeral ones too.
         tree.create(
             "/c/e",
-            Bytes::new(),
+            Bytes::new().into(),
             &open(),
             CreateMode::Ephemeral,
             None,
@@ -601,7 +601,7 @@ mod tests {
         .unwrap();
         tree.create(
             "/t",
-            Bytes::new(),
+            Bytes::new().into(),
             &open(),
             CreateMode::PersistentWithTtl,
             Some(MAX_TTL_MS),
@@ -637,7 +637,7 @@ mod tests {
         // A negative TTL is how ZooKeeper spells "none".
         tree.create(
             "/neg",
-            Bytes::new(),
+            Bytes::new().into(),
             &open(),
             CreateMode::Persistent,
             Some(-1),
@@ -653,7 +653,7 @@ mod tests {
         };
         let err = tree.create(
             "/z",
-            Bytes::new(),
+            Bytes::new().into(),
             &open(),
             CreateMode::Ephemeral,
             None,
@@ -665,7 +665,7 @@ mod tests {
     fn mk_err(tree: &mut DataTree, path: &str, mode: CreateMode, ttl: Option<i64>) -> ErrorCode {
         let before = tree.clone();
         let err = tree
-            .create(path, Bytes::new(), &open(), mode, ttl, &ctx(99))
+            .create(path, Bytes::new().into(), &open(), mode, ttl, &ctx(99))
             .unwrap_err();
         assert_eq!(*tree, before, "a failed create changes nothing");
         err
@@ -761,7 +761,7 @@ mod tests {
         }];
         tree.create(
             "/nodel",
-            Bytes::new(),
+            Bytes::new().into(),
             &no_delete,
             CreateMode::Persistent,
             None,
@@ -789,12 +789,12 @@ mod tests {
         mk(&mut tree, "/p", 1);
         mk(&mut tree, "/p/c", 2);
         assert_eq!(
-            tree.set_data("/p", Bytes::from_static(b"x"), 7, &ctx(3))
+            tree.set_data("/p", Bytes::from_static(b"x").into(), 7, &ctx(3))
                 .unwrap_err(),
             ErrorCode::BadVersion
         );
         let set = tree
-            .set_data("/p", Bytes::from_static(b"x"), 0, &ctx(3))
+            .set_data("/p", Bytes::from_static(b"x").into(), 0, &ctx(3))
             .unwrap();
         let s = set.result;
         assert_eq!(
@@ -817,21 +817,22 @@ mod tests {
             }]
         );
         assert_eq!(
-            tree.set_data("/p/", Bytes::new(), -1, &ctx(4)).unwrap_err(),
-            ErrorCode::BadArguments
-        );
-        assert_eq!(
-            tree.set_data("/nope/.", Bytes::new(), -1, &ctx(4))
+            tree.set_data("/p/", Bytes::new().into(), -1, &ctx(4))
                 .unwrap_err(),
             ErrorCode::BadArguments
         );
         assert_eq!(
-            tree.set_data("/nope", Bytes::new(), -1, &ctx(4))
+            tree.set_data("/nope/.", Bytes::new().into(), -1, &ctx(4))
+                .unwrap_err(),
+            ErrorCode::BadArguments
+        );
+        assert_eq!(
+            tree.set_data("/nope", Bytes::new().into(), -1, &ctx(4))
                 .unwrap_err(),
             ErrorCode::NoNode
         );
         assert_eq!(
-            tree.set_data("/zookeeper/config", Bytes::new(), -1, &ctx(4))
+            tree.set_data("/zookeeper/config", Bytes::new().into(), -1, &ctx(4))
                 .unwrap_err(),
             ErrorCode::NoAuth
         );
@@ -882,7 +883,7 @@ mod tests {
             "InvalidACL before NoAuth"
         );
         assert_eq!(
-            tree.set_data("/p/c", Bytes::new(), -1, &stranger)
+            tree.set_data("/p/c", Bytes::new().into(), -1, &stranger)
                 .unwrap_err(),
             ErrorCode::NoAuth
         );
@@ -895,7 +896,9 @@ mod tests {
             caller: &owner,
             ..ctx(10)
         };
-        assert!(tree.set_data("/p/c", Bytes::new(), -1, &as_owner).is_ok());
+        assert!(tree
+            .set_data("/p/c", Bytes::new().into(), -1, &as_owner)
+            .is_ok());
         // The auth scheme stores the caller's digest ids.
         let creator_all = tree.set_acl("/p", &Acl::creator_all(), -1, &as_owner);
         assert!(creator_all.is_ok());
@@ -915,7 +918,7 @@ mod tests {
         }];
         tree.create(
             "/s",
-            Bytes::new(),
+            Bytes::new().into(),
             &with_create,
             CreateMode::Persistent,
             None,
@@ -925,7 +928,7 @@ mod tests {
         let created = tree
             .create(
                 "/s/e",
-                Bytes::new(),
+                Bytes::new().into(),
                 &open(),
                 CreateMode::EphemeralSequential,
                 None,
@@ -952,7 +955,7 @@ mod tests {
         );
         tree.create(
             "/e2",
-            Bytes::new(),
+            Bytes::new().into(),
             &Acl::read_unsafe(),
             CreateMode::Ephemeral,
             None,
@@ -965,7 +968,7 @@ mod tests {
         };
         tree.create(
             "/other",
-            Bytes::new(),
+            Bytes::new().into(),
             &open(),
             CreateMode::Ephemeral,
             None,
@@ -1018,7 +1021,7 @@ mod tests {
         let empty = tree.digest();
         let size = tree.approximate_data_size();
         mk(&mut tree, "/a", 1);
-        tree.set_data("/a", Bytes::from_static(b"hello"), -1, &ctx(2))
+        tree.set_data("/a", Bytes::from_static(b"hello").into(), -1, &ctx(2))
             .unwrap();
         assert_eq!(tree.approximate_data_size(), size + 2 + 5);
         let changed = tree.digest();
@@ -1027,7 +1030,7 @@ mod tests {
         let mut other = DataTree::new();
         mk(&mut other, "/a", 1);
         other
-            .set_data("/a", Bytes::from_static(b"hello"), -1, &ctx(2))
+            .set_data("/a", Bytes::from_static(b"hello").into(), -1, &ctx(2))
             .unwrap();
         assert_eq!(other.digest(), changed);
         // ...and undoing everything at a later zxid does not restore the root's pzxid.

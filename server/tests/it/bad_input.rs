@@ -23,7 +23,7 @@ fn assert_serves(server: &Server) {
         1,
         &Request::Create(CreateRequest {
             path: "/healthy".into(),
-            data: "ok".into(),
+            data: paddock_wire::Data::from(&b"ok"[..]),
             acl: Acl::open_unsafe(),
             flags: 0,
         }),

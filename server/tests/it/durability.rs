@@ -15,7 +15,7 @@ use crate::support::{paddock, RawClient, Server};
 fn create_request(path: &str, data: &str, mode: CreateMode) -> Request {
     Request::Create(CreateRequest {
         path: path.into(),
-        data: Bytes::copy_from_slice(data.as_bytes()),
+        data: Bytes::copy_from_slice(data.as_bytes()).into(),
         acl: Acl::open_unsafe(),
         flags: mode.flags(),
     })
@@ -29,7 +29,7 @@ fn get_data(client: &mut RawClient, xid: i32, path: &str) -> Option<Bytes> {
             watch: false,
         }),
     ) {
-        (_, Some(Response::GetData { data, .. })) => Some(data),
+        (_, Some(Response::GetData { data, .. })) => Some(data.bytes()),
         _ => None,
     }
 }

@@ -15,7 +15,7 @@ use crate::support::{four_letter, kazoo_hosts, mntr, read_frame, Ensemble, RawCl
 fn create(client: &mut RawClient, xid: i32, path: &str, mode: CreateMode) -> ErrorCode {
     let request = Request::Create(CreateRequest {
         path: path.into(),
-        data: Bytes::from_static(b"v"),
+        data: Bytes::from_static(b"v").into(),
         acl: Acl::open_unsafe(),
         flags: mode.flags(),
     });
@@ -301,7 +301,7 @@ fn write_through_failures(
         let id = format!("w{xid}");
         let request = Request::Create(CreateRequest {
             path: "/load/n-".into(),
-            data: Bytes::copy_from_slice(id.as_bytes()),
+            data: Bytes::copy_from_slice(id.as_bytes()).into(),
             acl: Acl::open_unsafe(),
             flags: CreateMode::PersistentSequential.flags(),
         });

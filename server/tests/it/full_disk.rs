@@ -59,7 +59,7 @@ impl Drop for Tmpfs {
 fn create(client: &mut RawClient, xid: i32, path: &str) -> Option<ErrorCode> {
     let request = Request::Create(CreateRequest {
         path: path.into(),
-        data: Bytes::from(vec![b'x'; 4096]),
+        data: Bytes::from(vec![b'x'; 4096]).into(),
         acl: Acl::open_unsafe(),
         flags: CreateMode::Persistent.flags(),
     });

@@ -6,7 +6,7 @@ use crate::support::{kazoo, paddock, zookeeper, Server};
 
 /// Runs `scenario` on both servers at once and returns Paddock's transcript after
 /// checking it equals ZooKeeper's.
-fn same_as_zookeeper(ours: &Server, theirs: &Server, scenario: &str) -> Vec<String> {
+pub fn same_as_zookeeper(ours: &Server, theirs: &Server, scenario: &str) -> Vec<String> {
     let (ours, theirs) = std::thread::scope(|s| {
         let theirs = s.spawn(|| kazoo(theirs, scenario));
         let ours = kazoo(ours, scenario);
@@ -19,7 +19,7 @@ fn same_as_zookeeper(ours: &Server, theirs: &Server, scenario: &str) -> Vec<Stri
     ours
 }
 
-fn assert_has(transcript: &[String], line: &str) {
+pub fn assert_has(transcript: &[String], line: &str) {
     assert!(
         transcript.iter().any(|l| l == line),
         "missing {line:?} in:\n{}",

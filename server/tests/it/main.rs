@@ -2,7 +2,10 @@
 //! driven by real ZooKeeper clients (kazoo, zkCli.sh) and by raw wire bytes, and
 //! compared with Apache ZooKeeper 3.8 running the same scenarios.
 
+mod acl_matrix;
+mod backlog;
 mod bad_input;
+mod compat;
 mod durability;
 mod ensemble;
 mod fourlw;
@@ -13,4 +16,5 @@ mod loadgen;
 mod nodes;
 mod sessions;
 mod support;
+mod watch_order;
 mod zkcli;

@@ -14,7 +14,7 @@ use crate::support::{paddock, RawClient};
 fn create(path: &str, mode: CreateMode) -> CreateRequest {
     CreateRequest {
         path: path.into(),
-        data: Bytes::new(),
+        data: Bytes::new().into(),
         acl: Acl::open_unsafe(),
         flags: mode.flags(),
     }
@@ -83,7 +83,7 @@ fn ttl_nodes_expire_without_children_or_changes() {
     let ttl = |path: &str, ttl| {
         Request::CreateTtl(CreateTtlRequest {
             path: path.into(),
-            data: Bytes::new(),
+            data: Bytes::new().into(),
             acl: Acl::open_unsafe(),
             flags: CreateMode::PersistentWithTtl.flags(),
             ttl,
@@ -110,7 +110,7 @@ fn ttl_nodes_need_extended_types() {
         1,
         &Request::CreateTtl(CreateTtlRequest {
             path: "/t".into(),
-            data: Bytes::new(),
+            data: Bytes::new().into(),
             acl: Acl::open_unsafe(),
             flags: CreateMode::PersistentWithTtl.flags(),
             ttl: 1000,

@@ -258,6 +258,17 @@ pub fn zookeeper_installed() -> bool {
 
 /// Starts Apache ZooKeeper 3.8 standalone with the same settings as [`paddock`].
 pub fn zookeeper(extra: &str) -> Server {
+    start_zookeeper(extra, false)
+}
+
+/// Apache ZooKeeper 3.8 as an ensemble of one (`server.1` and
+/// `standaloneEnabled=false`): it runs the quorum code, so it serves what an ensemble
+/// member serves (`/zookeeper/config`, `conf`'s membership).
+pub fn zookeeper_quorum_of_one() -> Server {
+    start_zookeeper("", true)
+}
+
+fn start_zookeeper(extra: &str, quorum: bool) -> Server {
     assert!(
         zookeeper_installed(),
         "Apache ZooKeeper is not installed: run `apt-get install -y zookeeper` (see .ci/run)"
@@ -265,7 +276,17 @@ pub fn zookeeper(extra: &str) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
     let config = dir.path().join("zoo.cfg");
-    let extra = format!("{extra}\nadmin.enableServer=false\n");
+    let mut extra = format!("{extra}\nadmin.enableServer=false\n");
+    if quorum {
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("data dir");
+        std::fs::write(data.join("myid"), "1\n").expect("myid");
+        let ports = free_ports(2);
+        extra.push_str(&format!(
+            "standaloneEnabled=false\ninitLimit=10\nsyncLimit=5\nserver.1=127.0.0.1:{}:{}\n",
+            ports[0], ports[1]
+        ));
+    }
     std::fs::write(&config, common_config(dir.path(), port, &extra)).expect("config");
     let log = dir.path().join("zookeeper.log");
     let child = Command::new(Path::new(ZOOKEEPER_HOME).join("bin/zkServer.sh"))

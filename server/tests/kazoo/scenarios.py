@@ -315,6 +315,61 @@ def scenario_cross_server(zk):
         c.close()
 
 
+def scenario_null_data(zk):
+    """Null data (a -1 buffer on the wire) stays null, apart from empty data."""
+    if zk.exists("/nulldata"):
+        zk.delete("/nulldata", recursive=True)
+    zk.create("/nulldata", None)
+    data, stat = zk.get("/nulldata")
+    say("create-null", repr(data), "dataLength", stat.dataLength)
+    zk.set("/nulldata", b"")
+    data, stat = zk.get("/nulldata")
+    say("set-empty", repr(data), "dataLength", stat.dataLength)
+    zk.set("/nulldata", None)
+    say("set-null", repr(zk.get("/nulldata")[0]))
+    zk.create(f"{ROOT}/empty", b"")
+    say("create-empty", repr(zk.get(f"{ROOT}/empty")[0]))
+
+
+def scenario_null_data_read(zk):
+    """Reads what null_data left in /nulldata (after a restart, from the log)."""
+    say("null-after-restart", repr(zk.get("/nulldata")[0]))
+    zk.delete("/nulldata")
+
+
+def scenario_big_children(zk):
+    """A getChildren reply larger than jute.maxbuffer (1 MiB): ZooKeeper serves it."""
+    base = f"{ROOT}/big"
+    zk.create(base, b"")
+    names = [f"child-with-a-longish-name-{i:06d}" for i in range(49000)]
+    for start in range(0, len(names), 2000):
+        pending = [zk.create_async(f"{base}/{n}", b"") for n in names[start:start + 2000]]
+        for p in pending:
+            p.get(timeout=60)
+    children = zk.get_children(base)
+    say("children", len(children), "reply-bytes", 4 + sum(4 + len(c) for c in children))
+    for start in range(0, len(names), 2000):
+        pending = [zk.delete_async(f"{base}/{n}") for n in names[start:start + 2000]]
+        for p in pending:
+            p.get(timeout=60)
+
+
+def scenario_addauth_ip(zk):
+    """addauth ip: ZooKeeper's ip provider accepts it (the caller's address)."""
+    attempt("addauth-ip", lambda: zk.add_auth("ip", "127.0.0.1"))
+    attempt("after-addauth-ip", lambda: zk.exists("/") is not None)
+    attempt("addauth-unknown-scheme", lambda: zk.add_auth("nosuchscheme", "x"))
+    say("connected-after-unknown", zk.connected)
+
+
+def scenario_config(zk):
+    """/zookeeper/config as Curator's ensemble tracker and zkCli's config read it."""
+    data, stat = zk.get("/zookeeper/config")
+    for line in data.decode().splitlines():
+        say("config", line)
+    say("config-dataLength-matches", stat.dataLength == len(data))
+
+
 SCENARIOS = {
     name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")
 }

@@ -1,7 +1,79 @@
-//! The data records: `Stat`, `Id`, `ACL`, create modes and `ClientInfo`.
+//! The data records: `Stat`, `Id`, `ACL`, create modes and `ClientInfo`, and znode
+//! [`Data`].
+
+use std::ops::Deref;
+
+use bytes::{Bytes, BytesMut};
 
 use crate::error::DecodeError;
+use crate::jute::{write_opt_buffer, Reader, Record};
 use crate::{int_enum, jute_record};
+
+/// A znode's data: bytes, or null. A client may create or set a node with a null
+/// buffer (length -1 on the wire) and ZooKeeper keeps it null — it reads back as null,
+/// not as empty — so both are kept apart everywhere data travels or is stored. Derefs
+/// to the bytes (none for null).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
+pub struct Data(Option<Bytes>);
+
+impl Data {
+    /// The null buffer.
+    pub const NULL: Data = Data(None);
+
+    pub fn is_null(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The bytes; empty for null.
+    pub fn bytes(&self) -> Bytes {
+        self.0.clone().unwrap_or_default()
+    }
+
+    pub fn as_option(&self) -> Option<&Bytes> {
+        self.0.as_ref()
+    }
+}
+
+impl Deref for Data {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or_default()
+    }
+}
+
+impl From<Bytes> for Data {
+    fn from(bytes: Bytes) -> Self {
+        Data(Some(bytes))
+    }
+}
+
+impl From<Option<Bytes>> for Data {
+    fn from(bytes: Option<Bytes>) -> Self {
+        Data(bytes)
+    }
+}
+
+impl From<&'static [u8]> for Data {
+    fn from(bytes: &'static [u8]) -> Self {
+        Data(Some(Bytes::from_static(bytes)))
+    }
+}
+
+impl From<Vec<u8>> for Data {
+    fn from(bytes: Vec<u8>) -> Self {
+        Data(Some(Bytes::from(bytes)))
+    }
+}
+
+impl Record for Data {
+    fn encode(&self, buf: &mut BytesMut) {
+        write_opt_buffer(buf, self.0.as_deref());
+    }
+    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        r.read_opt_buffer().map(Data)
+    }
+}
 
 jute_record! {
     /// A znode's metadata, as every read and write reply reports it.
@@ -145,5 +217,27 @@ impl CreateMode {
             self,
             CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
         )
+    }
+}
+
+#[cfg(test)]
+mod data_tests {
+    use super::*;
+
+    #[test]
+    fn null_data_stays_null_on_the_wire() {
+        // kazoo's create(path, None): the buffer's length is -1.
+        let mut buf = BytesMut::new();
+        Data::NULL.encode(&mut buf);
+        assert_eq!(&buf[..], [0xff, 0xff, 0xff, 0xff]);
+        let decoded = Data::decode(&mut Reader::new(buf.freeze())).unwrap();
+        assert!(decoded.is_null());
+        assert_eq!(decoded.len(), 0);
+
+        let mut buf = BytesMut::new();
+        Data::from(Bytes::new()).encode(&mut buf);
+        assert_eq!(&buf[..], [0, 0, 0, 0]);
+        let decoded = Data::decode(&mut Reader::new(buf.freeze())).unwrap();
+        assert!(!decoded.is_null());
     }
 }

@@ -10,7 +10,7 @@ mod response;
 mod watch;
 
 pub use connect::{ConnectRequest, ConnectResponse};
-pub use data::{perms, Acl, ClientInfo, CreateMode, Id, Stat};
+pub use data::{perms, Acl, ClientInfo, CreateMode, Data, Id, Stat};
 pub use header::{MultiHeader, ReplyHeader, RequestHeader};
 pub use multi::OpResult;
 pub use request::{

@@ -1,12 +1,12 @@
 //! The results of `multi` and `multiRead`, encoded as ZooKeeper's `MultiResponse` writes
 //! them: a [`MultiHeader`] before each result, then a header with `done` set.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
 use crate::error::{DecodeError, ErrorCode};
 use crate::jute::{write_i32, Reader, Record};
 use crate::opcode::OpCode;
-use crate::proto::data::Stat;
+use crate::proto::data::{Data, Stat};
 use crate::proto::header::MultiHeader;
 
 /// The result of one op of a multi (`OpResult`).
@@ -27,7 +27,7 @@ pub enum OpResult {
     },
     Check,
     GetData {
-        data: Bytes,
+        data: Data,
         stat: Stat,
     },
     GetChildren {

@@ -6,7 +6,7 @@ use crate::error::DecodeError;
 use crate::jute::{write_i32, Reader, Record};
 use crate::jute_record;
 use crate::opcode::OpCode;
-use crate::proto::data::Acl;
+use crate::proto::data::{Acl, Data};
 use crate::proto::header::{MultiHeader, RequestHeader};
 use crate::proto::watch::{SetWatches, SetWatches2};
 
@@ -14,7 +14,7 @@ jute_record! {
     /// `CreateRequest`: create, create2 and createContainer share this layout.
     pub struct CreateRequest {
         pub path: String,
-        pub data: Bytes,
+        pub data: Data,
         pub acl: Vec<Acl>,
         /// The `CreateMode`, raw so the server can answer an unknown one with an error.
         pub flags: i32,
@@ -26,7 +26,7 @@ jute_record! {
     /// and no change for `ttl` milliseconds.
     pub struct CreateTtlRequest {
         pub path: String,
-        pub data: Bytes,
+        pub data: Data,
         pub acl: Vec<Acl>,
         pub flags: i32,
         pub ttl: i64,
@@ -55,7 +55,7 @@ jute_record! {
     /// `SetDataRequest`.
     pub struct SetDataRequest {
         pub path: String,
-        pub data: Bytes,
+        pub data: Data,
         pub version: i32,
     }
 }

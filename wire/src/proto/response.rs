@@ -8,7 +8,7 @@ use bytes::{Bytes, BytesMut};
 use crate::error::{DecodeError, ErrorCode};
 use crate::jute::{write_i32, Reader, Record};
 use crate::opcode::OpCode;
-use crate::proto::data::{Acl, ClientInfo, Stat};
+use crate::proto::data::{Acl, ClientInfo, Data, Stat};
 use crate::proto::multi::{decode_results, encode_results, OpResult};
 
 /// The body of a successful reply, one variant per response record.
@@ -32,7 +32,7 @@ pub enum Response {
     Stat(Stat),
     /// `GetDataResponse`, also the reply to reconfig.
     GetData {
-        data: Bytes,
+        data: Data,
         stat: Stat,
     },
     GetAcl {

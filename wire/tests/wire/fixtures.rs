@@ -196,7 +196,7 @@ fn create_and_create2() {
         1,
         Request::Create(CreateRequest {
             path: ROOT.into(),
-            data: Bytes::from_static(b"hello"),
+            data: Bytes::from_static(b"hello").into(),
             acl: Acl::open_unsafe(),
             flags: CreateMode::Persistent.flags(),
         }),
@@ -212,7 +212,7 @@ fn create_and_create2() {
         2,
         Request::Create2(CreateRequest {
             path: "/paddock-fixture/child".into(),
-            data: Bytes::new(),
+            data: Bytes::new().into(),
             acl: Acl::open_unsafe(),
             flags: CreateMode::Ephemeral.flags(),
         }),
@@ -253,7 +253,7 @@ fn reads_with_watch_and_errors() {
         OpCode::GetData,
         ok(3, 3),
         Response::GetData {
-            data: Bytes::from_static(b"hello"),
+            data: Bytes::from_static(b"hello").into(),
             stat: fixture_stat(),
         },
     );
@@ -302,7 +302,7 @@ fn set_data_and_its_notification() {
         7,
         Request::SetData(SetDataRequest {
             path: ROOT.into(),
-            data: Bytes::from_static(b"world"),
+            data: Bytes::from_static(b"world").into(),
             version: -1,
         }),
     );
@@ -391,13 +391,13 @@ fn multi_success() {
         Request::Multi(vec![
             Request::Create(CreateRequest {
                 path: "/paddock-fixture/m1".into(),
-                data: Bytes::from_static(b"1"),
+                data: Bytes::from_static(b"1").into(),
                 acl: Acl::open_unsafe(),
                 flags: 0,
             }),
             Request::SetData(SetDataRequest {
                 path: ROOT.into(),
-                data: Bytes::from_static(b"x"),
+                data: Bytes::from_static(b"x").into(),
                 version: -1,
             }),
             Request::Check(PathVersionRequest {
@@ -444,7 +444,7 @@ fn multi_failure() {
     let create = |path: &str| {
         Request::Create(CreateRequest {
             path: path.into(),
-            data: Bytes::new(),
+            data: Bytes::new().into(),
             acl: Acl::open_unsafe(),
             flags: 0,
         })
@@ -494,7 +494,7 @@ fn multi_read() {
         ok(11, 6),
         Response::Multi(vec![
             OpResult::GetData {
-                data: Bytes::from_static(b"x"),
+                data: Bytes::from_static(b"x").into(),
                 stat: Stat {
                     mzxid: 5,
                     mtime: 1796232289777,

@@ -18,7 +18,7 @@ fn every_truncation_of_a_request_is_an_error() {
     let request = Request::Multi(vec![
         Request::Create(CreateRequest {
             path: "/a".into(),
-            data: Bytes::from_static(b"data"),
+            data: Bytes::from_static(b"data").into(),
             acl: Acl::open_unsafe(),
             flags: 0,
         }),

@@ -55,7 +55,7 @@ fn acls() -> impl Strategy<Value = Vec<Acl>> {
 fn create() -> impl Strategy<Value = CreateRequest> {
     (text(), bytes(), acls(), any::<i32>()).prop_map(|(path, data, acl, flags)| CreateRequest {
         path,
-        data,
+        data: data.into(),
         acl,
         flags,
     })
@@ -93,7 +93,7 @@ fn multi_write_op() -> impl Strategy<Value = Request> {
         (text(), bytes(), any::<i32>()).prop_map(|(path, data, version)| Request::SetData(
             SetDataRequest {
                 path,
-                data,
+                data: data.into(),
                 version
             }
         )),
@@ -186,7 +186,10 @@ fn op_result() -> impl Strategy<Value = OpResult> {
         Just(OpResult::Delete),
         stat().prop_map(|stat| OpResult::SetData { stat }),
         Just(OpResult::Check),
-        (bytes(), stat()).prop_map(|(data, stat)| OpResult::GetData { data, stat }),
+        (bytes(), stat()).prop_map(|(data, stat)| OpResult::GetData {
+            data: data.into(),
+            stat
+        }),
         strings().prop_map(|children| OpResult::GetChildren { children }),
         any::<i32>().prop_map(|c| OpResult::Error(ErrorCode::from_i32(c))),
     ]
@@ -200,8 +203,13 @@ fn response() -> impl Strategy<Value = (OpCode, Response)> {
         (text(), stat())
             .prop_map(|(path, stat)| (OpCode::Create2, Response::Create2 { path, stat })),
         stat().prop_map(|s| (OpCode::Exists, Response::Stat(s))),
-        (bytes(), stat())
-            .prop_map(|(data, stat)| (OpCode::GetData, Response::GetData { data, stat })),
+        (bytes(), stat()).prop_map(|(data, stat)| (
+            OpCode::GetData,
+            Response::GetData {
+                data: data.into(),
+                stat
+            }
+        )),
         (acls(), stat()).prop_map(|(acl, stat)| (OpCode::GetAcl, Response::GetAcl { acl, stat })),
         strings().prop_map(|children| (OpCode::GetChildren, Response::GetChildren { children })),
         (strings(), stat()).prop_map(|(children, stat)| (
