@@ -1,4 +1,6 @@
-//! Session liveness, and whether this server may serve clients at all.
+//! Session liveness, and whether this server may serve clients at all. The decisions
+//! are a pure [`LivenessCore`], fed with the time; this module's task carries out
+//! what it decides.
 //!
 //! One task owns the leader's expiry clock ([`ExpiryTracker`]); everything that bears on
 //! it arrives over one channel: sessions opened and ended (effects of applied txns),
@@ -29,7 +31,10 @@
 //! task finds it did not run for longer than the window, the leader gives every
 //! session a fresh timeout rather than expiring them all, as after an election.
 
-use std::collections::VecDeque;
+mod core;
+#[cfg(test)]
+mod tests;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,8 +43,9 @@ use tokio::sync::mpsc;
 
 use crate::consensus::{LivenessReport, Transport};
 use crate::server::Shared;
-use crate::session::ExpiryTracker;
 use crate::txn::TxnKind;
+
+pub use self::core::{Action, LivenessCore, View};
 
 /// What the liveness task is told.
 #[derive(Debug)]
@@ -84,174 +90,67 @@ pub fn serving_window(tick_time: Duration) -> Duration {
     tick_time * 4 / 5
 }
 
-/// Reports sent and not yet acknowledged, kept this many at most.
-const UNACKED_KEPT: usize = 64;
-
-struct Task {
-    shared: Arc<Shared>,
-    transport: Option<Transport>,
-    expiry: ExpiryTracker,
-    window: Duration,
-    was_leader: bool,
-    last_tick: Instant,
-    next_seq: u64,
-    /// (seq, when sent) of recent reports, oldest first.
-    sent: VecDeque<(u64, Instant)>,
-    /// When the newest report the leader acknowledged was sent.
-    acked: Option<Instant>,
-}
-
 /// Runs until shutdown.
 pub async fn run(shared: Arc<Shared>, mut events: LivenessEvents, transport: Option<Transport>) {
     let period = (shared.settings.tick / 10).max(Duration::from_millis(1));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut task = Task {
-        window: serving_window(shared.settings.tick),
-        shared: shared.clone(),
-        transport,
-        expiry: ExpiryTracker::default(),
-        was_leader: false,
-        last_tick: Instant::now(),
-        next_seq: 1,
-        sent: VecDeque::new(),
-        acked: None,
-    };
+    let mut core = LivenessCore::new(serving_window(shared.settings.tick), Instant::now());
     loop {
-        tokio::select! {
-            _ = ticker.tick() => task.tick(Instant::now()),
+        let actions = tokio::select! {
+            _ = ticker.tick() => {
+                let now = Instant::now();
+                core.tick(view(&shared), shared.conns.heard(), now)
+            }
             event = events.rx.recv() => match event {
-                Some(event) => task.on_event(event, Instant::now()),
+                Some(event) => core.on_event(event, view(&shared), Instant::now()),
                 None => return,
             },
             _ = shared.shutdown.cancelled() => return,
+        };
+        for action in actions {
+            carry_out(&shared, transport.as_ref(), action);
         }
     }
 }
 
-impl Task {
-    fn on_event(&mut self, event: LivenessEvent, now: Instant) {
-        match event {
-            LivenessEvent::Opened { session, timeout } => self.expiry.add(session, timeout, now),
-            LivenessEvent::Ended { session } => self.expiry.remove(session),
-            LivenessEvent::Installed { sessions } => {
-                // Nobody knows when these clients were last heard from: a full timeout.
-                self.expiry.clear();
-                for (session, timeout) in sessions {
-                    self.expiry.add(session, timeout, now);
-                }
-            }
-            LivenessEvent::Report { from, report } => {
-                if !self.shared.is_leader() {
-                    // Not ours to count, and unacknowledged: the follower stops serving
-                    // unless it finds the real leader.
-                    return;
-                }
-                for (session, age) in report.sessions {
-                    let heard = now
-                        .checked_sub(Duration::from_millis(u64::from(age)))
-                        .unwrap_or(now);
-                    self.expiry.touch(session, heard);
-                }
-                if let Some(transport) = &self.transport {
-                    transport.ack(from, report.seq);
-                }
-            }
-            LivenessEvent::Ack { from, seq } => {
-                if from != self.shared.status.leader() {
-                    return;
-                }
-                while let Some((sent_seq, sent_at)) = self.sent.front().copied() {
-                    if sent_seq > seq {
-                        break;
-                    }
-                    self.sent.pop_front();
-                    if sent_seq == seq {
-                        self.acked = Some(self.acked.map_or(sent_at, |a| a.max(sent_at)));
-                    }
-                }
-            }
-        }
+/// What the core needs to know of the raft role.
+fn view(shared: &Shared) -> View {
+    View {
+        standalone: shared.settings.standalone,
+        leader: shared.is_leader(),
+        leader_id: shared.status.leader(),
+        leader_contact: shared.status.leader_contact(),
     }
+}
 
-    fn tick(&mut self, now: Instant) {
-        let stalled = now.duration_since(self.last_tick) > self.window;
-        self.last_tick = now;
-        let leader = self.shared.is_leader();
-        if leader && (!self.was_leader || stalled) {
-            // A new leader, or one whose clock stood still: nobody knows when clients
-            // were last heard from, so every session gets a full timeout from now.
-            self.expiry.reset_all(now);
+fn carry_out(shared: &Shared, transport: Option<&Transport>, action: Action) {
+    match action {
+        Action::Expire(session) => {
+            tracing::info!("expiring session {session:#x}");
+            shared.propose_internal(session, TxnKind::ExpireSession);
         }
-        self.was_leader = leader;
-        let serving = self.decide_serving(now);
-        if leader {
-            for (session, heard) in self.shared.conns.heard() {
-                self.expiry.touch(session, heard);
+        Action::Report { leader, report } => {
+            if let Some(transport) = transport {
+                transport.report(leader, report);
             }
-            if serving && !stalled {
-                for session in self.expiry.take_expired(now) {
-                    tracing::info!("expiring session {session:#x}");
-                    self.shared
-                        .propose_internal(session, TxnKind::ExpireSession);
-                }
-            }
-        } else {
-            self.report(now);
         }
-    }
-
-    /// Publishes whether this server serves, closing every client connection when it
-    /// stops.
-    fn decide_serving(&mut self, now: Instant) -> bool {
-        let shared = &self.shared;
-        let within =
-            |at: Option<Instant>| at.is_some_and(|at| now.duration_since(at) <= self.window);
-        let serving = shared.settings.standalone
-            || if shared.is_leader() {
-                within(shared.status.leader_contact())
-            } else {
-                shared.status.leader() != 0 && within(self.acked)
-            };
-        let was = shared.serving.swap(serving, Ordering::AcqRel);
-        if was && !serving {
+        Action::Ack { follower, seq } => {
+            if let Some(transport) = transport {
+                transport.ack(follower, seq);
+            }
+        }
+        Action::StopServing { window } => {
+            shared.serving.store(false, Ordering::Release);
             let closed = shared.conns.close_all();
             tracing::warn!(
-                "lost touch with the quorum (no answer within {:?}): not serving; closed {closed} \
-                 client connections",
-                self.window
+                "lost touch with the quorum (no answer within {window:?}): not serving; closed \
+                 {closed} client connections"
             );
-        } else if serving && !was {
+        }
+        Action::StartServing => {
+            shared.serving.store(true, Ordering::Release);
             tracing::info!("in touch with a quorum: serving clients");
         }
-        serving
-    }
-
-    /// Sends the leader the sessions held here and how long ago each was heard from.
-    fn report(&mut self, now: Instant) {
-        let leader = self.shared.status.leader();
-        let Some(transport) = &self.transport else {
-            return;
-        };
-        if leader == 0 {
-            return;
-        }
-        let sessions = self
-            .shared
-            .conns
-            .heard()
-            .into_iter()
-            .map(|(session, heard)| {
-                let age = now.saturating_duration_since(heard).as_millis();
-                (session, u32::try_from(age).unwrap_or(u32::MAX))
-            })
-            .collect();
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.sent.push_back((seq, now));
-        while self.sent.len() > UNACKED_KEPT {
-            self.sent.pop_front();
-        }
-        transport.report(leader, LivenessReport { seq, sessions });
     }
 }
