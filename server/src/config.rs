@@ -306,6 +306,13 @@ pub enum ConfigError {
     InvalidKey { key: String, expected: &'static str },
     #[error("{key} is not set")]
     Missing { key: &'static str },
+    /// ZooKeeper refuses a config without tickTime too ("tickTime is not set"): every
+    /// timeout is counted in ticks, so a silent default would hide a typo.
+    #[error(
+        "tickTime is not set: add a line such as tickTime=2000 (milliseconds; session \
+         timeouts default to 2 to 20 ticks)"
+    )]
+    MissingTickTime,
     #[error("{key} is not supported: {reason}")]
     Unsupported { key: String, reason: &'static str },
     #[error(
@@ -605,7 +612,7 @@ impl Settings {
         mut self,
         myid: impl FnOnce(&Path) -> Result<Option<String>, ConfigError>,
     ) -> Result<Config, ConfigError> {
-        let tick_ms = u64::from(self.tick_time_ms.unwrap_or(2000));
+        let tick_ms = u64::from(self.tick_time_ms.ok_or(ConfigError::MissingTickTime)?);
         let min_session_timeout = self.min_session_timeout_ms.map_or(tick_ms * 2, u64::from);
         let max_session_timeout = self.max_session_timeout_ms.map_or(tick_ms * 20, u64::from);
         if min_session_timeout > max_session_timeout {
@@ -1339,13 +1346,22 @@ server.2=zk2:2888:3888
 server.3=zk3:2888:3888
 ";
 
+    /// The tests' configs leave tickTime out unless they are about it.
+    fn with_tick(text: &str) -> String {
+        if text.contains("tickTime") {
+            text.to_owned()
+        } else {
+            format!("{text}\ntickTime=2000")
+        }
+    }
+
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse_with_myid(text, Path::new("/etc/paddock"), |_| Ok(None))
+        Config::parse_with_myid(&with_tick(text), Path::new("/etc/paddock"), |_| Ok(None))
     }
 
     fn parse_as(text: &str, myid: &str) -> Result<Config, ConfigError> {
         let myid = myid.to_owned();
-        Config::parse_with_myid(text, Path::new("/etc/paddock"), move |path| {
+        Config::parse_with_myid(&with_tick(text), Path::new("/etc/paddock"), move |path| {
             assert_eq!(path, Path::new("/var/lib/zk/myid"));
             Ok(Some(myid))
         })
@@ -1505,6 +1521,15 @@ commitBatchMaxEntries=64",
             let key = bad.split('=').next().unwrap();
             assert!(message.contains(key), "{bad}: {message}");
         }
+    }
+
+    #[test]
+    fn tick_time_is_required_as_zookeeper_requires_it() {
+        let text = "dataDir=/var/lib/zk\nclientPort=2181\n";
+        let refused = Config::parse_with_myid(text, Path::new("/etc/paddock"), |_| Ok(None));
+        let message = refused.unwrap_err().to_string();
+        assert!(message.starts_with("tickTime is not set"), "{message}");
+        assert!(message.contains("tickTime=2000"), "{message}");
     }
 
     #[test]
@@ -1934,7 +1959,7 @@ peerType=observer
     #[test]
     fn standalone_ignores_myid() {
         // The Debian example's myid holds prose; a standalone server never reads it.
-        let config = Config::parse_with_myid(&minimal(""), Path::new("/"), |_| {
+        let config = Config::parse_with_myid(&with_tick(&minimal("")), Path::new("/"), |_| {
             panic!("myid read in standalone mode")
         })
         .unwrap();
@@ -1949,7 +1974,7 @@ peerType=observer
         let cfg = dir.join("zoo.cfg");
         fs::write(
             &cfg,
-            "initLimit=5\nsyncLimit=2\ndataDir=data\nclientPort=2181\n\
+            "tickTime=2000\ninitLimit=5\nsyncLimit=2\ndataDir=data\nclientPort=2181\n\
              server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2889:3889\n\
              server.3=127.0.0.1:2890:3890\n",
         )
