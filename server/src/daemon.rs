@@ -65,6 +65,12 @@ impl Daemon {
         let opened = open_store(config, &consensus_config, &proposer)?;
         let applied = opened.snapshot.as_ref().map_or(0, |s| s.metadata.index);
         if let Some(snapshot) = opened.snapshot {
+            // A large state takes a while to restore: say what is going on meanwhile.
+            tracing::info!(
+                "restoring the state from {} ({} bytes)",
+                snapshot.path.display(),
+                snapshot.payload.len()
+            );
             let image = Image::read_from(snapshot.payload).map_err(|e| {
                 anyhow::anyhow!("snapshot {} is unreadable: {e}", snapshot.path.display())
             })?;

@@ -365,6 +365,7 @@ impl DurableStorage {
             conf_state: Some(conf_state).into(),
             ..Default::default()
         };
+        tracing::info!("writing a snapshot at index {index}");
         self.shared.snapshots.create(&metadata, write_payload)?;
         self.shared.meta.set_snapshot(&metadata);
         let mut core = self.core.write();

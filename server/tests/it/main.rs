@@ -11,5 +11,6 @@ mod lifecycle;
 mod loadgen;
 mod nodes;
 mod sessions;
+mod shutdown;
 mod support;
 mod zkcli;
