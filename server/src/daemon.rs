@@ -18,7 +18,7 @@ use crate::server::{now_millis, Settings, Shared};
 use crate::state_machine::install;
 use crate::state_machine::StateMachine;
 use crate::store::txnlog::LogConfig;
-use crate::store::{DurableStorage, Opened, StoreConfig};
+use crate::store::{DurableStorage, Opened, StoreConfig, StoreError};
 use crate::txn::TxnKind;
 
 pub fn settings(config: &Config) -> Settings {
@@ -162,10 +162,6 @@ fn open_store(
     consensus: &ConsensusConfig,
     proposer: &Proposer,
 ) -> anyhow::Result<Opened> {
-    for dir in [&config.data_dir, &config.data_log_dir] {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    }
     let mut log = LogConfig::new(&config.data_log_dir);
     log.pre_alloc_size = config.pre_alloc_size;
     log.max_batch_entries = u64::from(config.group_commit_max_entries);
@@ -185,7 +181,11 @@ fn open_store(
         },
         proposer.persisted_hook(),
     )
-    .map_err(|e| anyhow::anyhow!("cannot open the data in {}: {e}", config.data_dir.display()))?;
+    .map_err(|e| match e {
+        // Already names the directory and the fix.
+        StoreError::Dir(e) => anyhow::anyhow!("{e}"),
+        e => anyhow::anyhow!("cannot open the data in {}: {e}", config.data_dir.display()),
+    })?;
     for rejected in &opened.rejected_snapshots {
         tracing::error!("skipped a corrupt snapshot: {rejected}");
     }

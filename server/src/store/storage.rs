@@ -65,6 +65,7 @@ use protobuf::Message as _;
 use raft::prelude::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, StorageError};
 
+use crate::store::dirs::{self, DataDirLock, DirError};
 use crate::store::meta::{Durability, Meta, MetaError};
 use crate::store::snapshot::{LoadedSnapshot, SnapshotDir, SnapshotError};
 use crate::store::txnlog::{
@@ -87,6 +88,8 @@ pub struct StoreConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    #[error(transparent)]
+    Dir(#[from] DirError),
     #[error(transparent)]
     Log(#[from] LogError),
     #[error(transparent)]
@@ -128,6 +131,8 @@ pub struct DurableStorage {
 }
 
 struct Shared {
+    /// Held for as long as any handle lives: no other process opens this dataDir.
+    _lock: DataDirLock,
     writer: LogWriter,
     meta: Meta,
     snapshots: SnapshotDir,
@@ -179,6 +184,10 @@ impl DurableStorage {
         config: StoreConfig,
         mut on_persisted: impl FnMut(u64) + Send + 'static,
     ) -> Result<Opened, StoreError> {
+        dirs::prepare("dataDir", &config.data_dir)?;
+        dirs::prepare("dataLogDir", &config.log.dir)?;
+        // Must hold the lock before reading anything another process may be writing.
+        let lock = dirs::lock(&config.data_dir)?;
         let meta = Meta::open(&config.data_dir.join("meta"))?;
         meta.check_node_id(config.node_id)?;
         let snapshots = SnapshotDir::open(&config.data_dir)?;
@@ -262,6 +271,7 @@ impl DurableStorage {
             storage: DurableStorage {
                 core: Arc::new(RwLock::new(core)),
                 shared: Arc::new(Shared {
+                    _lock: lock,
                     writer,
                     meta,
                     snapshots,
