@@ -178,6 +178,10 @@ fn open_store(
                 consensus.voters.clone(),
                 consensus.learners.clone(),
             )),
+            purge_after_snapshot: config
+                .autopurge
+                .interval
+                .map(|_| config.autopurge.snap_retain_count as usize),
         },
         proposer.persisted_hook(),
     )
