@@ -10,6 +10,7 @@ mod kazoo;
 mod lifecycle;
 mod loadgen;
 mod nodes;
+mod reconfig;
 mod sessions;
 mod shutdown;
 mod support;
