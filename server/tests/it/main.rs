@@ -5,6 +5,7 @@
 mod bad_input;
 mod durability;
 mod ensemble;
+mod ensemble_script;
 mod fourlw;
 mod kazoo;
 mod lifecycle;
