@@ -330,7 +330,8 @@ pub fn zookeeper_installed() -> bool {
 pub fn zookeeper(extra: &str) -> Server {
     assert!(
         zookeeper_installed(),
-        "Apache ZooKeeper is not installed: run `apt-get install -y zookeeper` (see .ci/run)"
+        "Apache ZooKeeper is not installed: run scripts/test.sh, which installs it \
+         (or apt-get install zookeeper)"
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
@@ -401,6 +402,7 @@ pub fn kazoo(server: &Server, scenario: &str) -> Vec<String> {
 /// [`kazoo`] with an explicit hosts argument (`;` separates the servers of scenarios
 /// that put clients on different servers).
 pub fn kazoo_hosts(hosts: &str, scenario: &str) -> Vec<String> {
+    require_kazoo();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/scenarios.py");
     let output = run_bounded(
         Command::new("python3").arg(script).arg(hosts).arg(scenario),
@@ -416,6 +418,24 @@ pub fn kazoo_hosts(hosts: &str, scenario: &str) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// Fails the test in one line when python3 cannot import kazoo.
+pub fn require_kazoo() {
+    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let found = *FOUND.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import kazoo"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    });
+    assert!(
+        found,
+        "kazoo is not installed for python3: run scripts/test.sh, which installs it \
+         (or python3 -m pip install kazoo)"
+    );
 }
 
 /// Runs a command with a time limit; a command that overruns is killed.
