@@ -1523,6 +1523,32 @@ commitBatchMaxEntries=64",
         }
     }
 
+    /// The shipped configs: valid, without warnings, and set up as production wants
+    /// (autopurge on, the txn log apart from the snapshots, fsync on).
+    #[test]
+    fn the_shipped_configs_parse_and_are_production_minded() {
+        let files = [
+            ("standalone.cfg", include_str!("../../conf/standalone.cfg")),
+            ("zoo1.cfg", include_str!("../../conf/zoo1.cfg")),
+            ("zoo2.cfg", include_str!("../../conf/zoo2.cfg")),
+            ("zoo3.cfg", include_str!("../../conf/zoo3.cfg")),
+        ];
+        for (i, (name, text)) in files.into_iter().enumerate() {
+            let myid = i.max(1).to_string();
+            let config = Config::parse_with_myid(text, Path::new("/repo/conf"), |_| Ok(Some(myid)))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(config.warnings, [], "{name}");
+            assert!(config.autopurge.interval.is_some(), "{name}: autopurge off");
+            assert_ne!(config.data_dir, config.data_log_dir, "{name}");
+            assert!(config.force_sync, "{name}");
+            assert_eq!(config.is_standalone(), i == 0, "{name}");
+            assert!(
+                text.lines().filter(|l| l.starts_with('#')).count() > 5,
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn tick_time_is_required_as_zookeeper_requires_it() {
         let text = "dataDir=/var/lib/zk\nclientPort=2181\n";
