@@ -29,10 +29,10 @@ fn main() -> ExitCode {
     let json = plan.json;
     let csv = plan.csv.clone();
     let svg = plan.plot.clone();
-    let title = format!("{:?} {}B x{}", plan.scenario, plan.data_size, plan.conns);
-    if !json {
-        println!("{}", report::HEADER);
-    }
+    let title = format!("{} {}B x{}", plan.scenario, plan.data_size, plan.conns);
+    // The header comes with the first row, once connected: a run that cannot connect
+    // prints only its error.
+    let mut header_printed = false;
     let outcome = runtime.block_on(run(
         plan,
         async {
@@ -40,6 +40,10 @@ fn main() -> ExitCode {
         },
         |row| {
             if !json {
+                if !header_printed {
+                    println!("{}", report::HEADER);
+                    header_printed = true;
+                }
                 println!("{}", row.line());
             }
         },
