@@ -74,6 +74,10 @@ pub struct Config {
     /// Whether TTL nodes may be created (`extendedTypesEnabled`). Their ephemeral-owner
     /// encoding leaves room for server ids below 255 only.
     pub extended_types_enabled: bool,
+    /// Refuse creates and setData past a hard quota (`enforceQuota`, ZooKeeper's
+    /// `zookeeper.enforceQuota`). Checked as txns are applied, so every server of an
+    /// ensemble must agree.
+    pub enforce_quota: bool,
     /// The `super` user who bypasses every ACL; `None` for no such user.
     pub super_digest: Option<SuperDigest>,
     /// The most txns the log writer puts under one fsync (`commitBatchMaxEntries`):
@@ -455,6 +459,7 @@ struct Settings {
     four_letter_words: Option<FourLetterWords>,
     jute_max_buffer: Option<u32>,
     extended_types_enabled: Option<bool>,
+    enforce_quota: Option<bool>,
     super_digest: Option<SuperDigest>,
     group_commit_max_entries: Option<u32>,
     peer_type: Option<PeerType>,
@@ -525,6 +530,9 @@ impl Settings {
             }
             "jute.maxbuffer" => self.jute_max_buffer = Some(java_decode(key, value)?),
             "extendedTypesEnabled" => self.extended_types_enabled = Some(boolean(key, value)?),
+            "enforceQuota" | "zookeeper.enforceQuota" => {
+                self.enforce_quota = Some(boolean(key, value)?);
+            }
             "superDigest" | "DigestAuthenticationProvider.superDigest" => {
                 self.super_digest = Some(super_digest(key, value)?);
             }
@@ -691,6 +699,7 @@ impl Settings {
                 .unwrap_or_else(|| FourLetterWords::Only(BTreeSet::from(["srvr".to_owned()]))),
             jute_max_buffer: self.jute_max_buffer.unwrap_or(0xfffff),
             extended_types_enabled,
+            enforce_quota: self.enforce_quota.unwrap_or(false),
             super_digest: self.super_digest.take(),
             group_commit_max_entries: self.group_commit_max_entries.unwrap_or(1000),
             server_id,
@@ -927,7 +936,6 @@ fn no_effect_reason(key: &str) -> Option<&'static str> {
         "readonlymode.enabled" => "read-only mode is not supported",
         "skipACL" => "ACLs are always checked",
         "maxCnxns" => "only the per-address limit maxClientCnxns is enforced",
-        "enforceQuota" => "quotas are not enforced",
         "oraclePath" => "the two-server oracle is not supported",
         "DigestAuthenticationProvider.enabled" => "digest authentication is always on",
         _ if key.starts_with("quorum.auth.") => SASL,

@@ -34,6 +34,7 @@ pub fn settings(config: &Config) -> Settings {
         jute_max_buffer: config.jute_max_buffer as usize,
         max_frame: config.jute_max_buffer as usize + FRAME_ALLOWANCE,
         extended_types: config.extended_types_enabled,
+        enforce_quota: config.enforce_quota,
         super_digest: config
             .super_digest
             .as_ref()

@@ -61,6 +61,8 @@ pub struct Settings {
     /// The largest frame: `jute.maxbuffer` plus ZooKeeper's header allowance.
     pub max_frame: usize,
     pub extended_types: bool,
+    /// `enforceQuota`: hard quotas refuse writes.
+    pub enforce_quota: bool,
     pub super_digest: Option<String>,
     pub four_letter_words: crate::config::FourLetterWords,
     pub data_dir: std::path::PathBuf,

@@ -119,6 +119,7 @@ fn apply_txn(shared: &Shared, db: &mut Db, txn: &Txn, zxid: i64) -> TxnOutcome {
         time: txn.time,
         session_id: txn.session_id,
         caller: &txn.caller,
+        enforce_quota: shared.settings.enforce_quota,
     };
     match &txn.kind {
         TxnKind::Client(request) => {
