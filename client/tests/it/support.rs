@@ -49,6 +49,7 @@ fn common_config(dir: &std::path::Path, port: u16) -> String {
          4lw.commands.whitelist=*\n\
          extendedTypesEnabled=true\n\
          forceSync=no\n\
+         enforceQuota=true\n\
          admin.enableServer=false\n",
         dir = dir.display(),
         min = 2 * TICK_MS,
