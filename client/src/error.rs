@@ -43,6 +43,13 @@ pub enum Error {
     /// An argument was rejected before anything was sent.
     #[error("bad arguments: {0}")]
     BadArguments(String),
+    /// Every server of the connect string refused the connection (with
+    /// [`ConnectOptions::fail_fast_when_refused`](crate::ConnectOptions)).
+    #[error("no server accepted the connection; tried {}", tried.join(", "))]
+    Refused {
+        /// Each address tried, with the error it gave.
+        tried: Vec<String>,
+    },
     /// The connect string could not be parsed.
     #[error("invalid connect string {0:?}")]
     InvalidConnectString(String),
@@ -70,7 +77,9 @@ impl Error {
     pub fn code(&self) -> ErrorCode {
         match self {
             Error::Keeper(code) => *code,
-            Error::ConnectionLoss | Error::Io(_) => ErrorCode::ConnectionLoss,
+            Error::ConnectionLoss | Error::Io(_) | Error::Refused { .. } => {
+                ErrorCode::ConnectionLoss
+            }
             // A closed Java client answers SESSIONEXPIRED as well (ClientCnxn.conLossPacket).
             Error::SessionExpired | Error::Closed => ErrorCode::SessionExpired,
             Error::AuthFailed => ErrorCode::AuthFailed,

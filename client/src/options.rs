@@ -36,6 +36,12 @@ pub struct ConnectOptions {
     /// The largest frame accepted from or sent to the server (ZooKeeper's
     /// `jute.maxbuffer` plus its header allowance, by default).
     pub max_frame: usize,
+    /// Give up at once with [`Error::Refused`](crate::Error::Refused) when every server
+    /// of the connect string refuses the connection, instead of retrying until the
+    /// connect timeout: for tools a person is waiting on, where a refused port is
+    /// almost always a wrong address or a server that is not running. (A library
+    /// client usually wants to ride out servers that are restarting.)
+    pub fail_fast_when_refused: bool,
 }
 
 impl Default for ConnectOptions {
@@ -47,6 +53,7 @@ impl Default for ConnectOptions {
             auth: Vec::new(),
             session: None,
             max_frame: DEFAULT_MAX_FRAME,
+            fail_fast_when_refused: false,
         }
     }
 }

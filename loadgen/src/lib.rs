@@ -1,5 +1,5 @@
 //! `paddock-loadgen`: the three load scenarios of the 2011 ZooKeeper performance test
-//! (`../shared/SCENARIOS.md`), against any ZooKeeper-protocol server.
+//! (`loadgen/SCENARIOS.md`), against any ZooKeeper-protocol server.
 //!
 //! # Layout
 //! - [`plan`]: what to run — the command-line flags, checked once.

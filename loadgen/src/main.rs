@@ -10,6 +10,8 @@ fn main() -> ExitCode {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
+        // Escape codes would litter output redirected to a file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     let plan = Plan::parse();
@@ -27,10 +29,10 @@ fn main() -> ExitCode {
     let json = plan.json;
     let csv = plan.csv.clone();
     let svg = plan.plot.clone();
-    let title = format!("{:?} {}B x{}", plan.scenario, plan.data_size, plan.conns);
-    if !json {
-        println!("{}", report::HEADER);
-    }
+    let title = format!("{} {}B x{}", plan.scenario, plan.data_size, plan.conns);
+    // The header comes with the first row, once connected: a run that cannot connect
+    // prints only its error.
+    let mut header_printed = false;
     let outcome = runtime.block_on(run(
         plan,
         async {
@@ -38,6 +40,10 @@ fn main() -> ExitCode {
         },
         |row| {
             if !json {
+                if !header_printed {
+                    println!("{}", report::HEADER);
+                    header_printed = true;
+                }
                 println!("{}", row.line());
             }
         },

@@ -19,6 +19,16 @@ pub enum Scenario {
     SetData,
 }
 
+impl std::fmt::Display for Scenario {
+    /// The name the `--scenario` flag takes, so a report reads as the command was typed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.to_possible_value() {
+            Some(value) => f.write_str(value.get_name()),
+            None => write!(f, "{self:?}"),
+        }
+    }
+}
+
 /// When the measured part of a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopAt {

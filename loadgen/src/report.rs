@@ -124,7 +124,7 @@ impl Summary {
 
     pub fn text(&self) -> String {
         let mut out = format!(
-            "summary: {:?} dataSize={} conns={} ({} in all) seconds={:.1}\n\
+            "summary: {} dataSize={} conns={} ({} in all) seconds={:.1}\n\
              totalReq={} avgTPS={:.0} failTotal={}\n{}\n",
             self.scenario,
             self.data_size,

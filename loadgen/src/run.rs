@@ -38,7 +38,12 @@ pub async fn run(
     let options = ConnectOptions::with_session_timeout(
         Duration::try_from_secs_f64(plan.session_timeout).unwrap_or(Duration::from_secs(30)),
     );
-    let admin = Client::connect(&plan.servers, options.clone())
+    // A wrong address or a server that is down: say so now, not after the timeout.
+    let first = ConnectOptions {
+        fail_fast_when_refused: true,
+        ..options.clone()
+    };
+    let admin = Client::connect(&plan.servers, first)
         .await
         .with_context(|| format!("cannot connect to {}", plan.servers))?;
     ensure_path(&admin, &plan.root).await?;
@@ -92,10 +97,19 @@ pub async fn run(
             break;
         }
     }
+    // From here on nothing is counted, so the last row and the summary agree.
+    stats.requests.close();
     let measured = measuring_since.map_or(Duration::ZERO, |since| since.elapsed());
     if let Some(since) = measuring_since {
-        // The last, partial interval.
-        if last_row.elapsed() >= POLL {
+        // The last, partial interval, if anything happened in it.
+        let counted = (
+            stats.requests.total_count(),
+            stats.requests.total_failures(),
+        );
+        if rows
+            .last()
+            .is_none_or(|row: &Row| (row.total_req, row.fail_total) != counted)
+        {
             let row = Row::take(&stats, &plan, since.elapsed(), last_row.elapsed());
             live(&row);
             rows.push(row);

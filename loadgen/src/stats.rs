@@ -20,6 +20,10 @@ struct Tally {
     total: Histogram<u64>,
     interval_failures: u64,
     total_failures: u64,
+    /// Set when the measured part of the run ends: requests that complete later (the
+    /// ones in hand when the workers are told to stop) are outside it, and counting
+    /// them would make the summary disagree with the last live row.
+    closed: bool,
 }
 
 /// One interval's numbers, taken (and reset) by the reporter.
@@ -43,6 +47,7 @@ impl Default for Latency {
                 total: histogram(),
                 interval_failures: 0,
                 total_failures: 0,
+                closed: false,
             }),
         }
     }
@@ -54,12 +59,18 @@ impl Latency {
             .unwrap_or(MAX_MICROS)
             .clamp(1, MAX_MICROS);
         let mut tally = self.inner.lock();
+        if tally.closed {
+            return;
+        }
         tally.interval.saturating_record(micros);
         tally.total.saturating_record(micros);
     }
 
     pub fn fail(&self) {
         let mut tally = self.inner.lock();
+        if tally.closed {
+            return;
+        }
         tally.interval_failures += 1;
         tally.total_failures += 1;
     }
@@ -75,6 +86,11 @@ impl Latency {
         tally.interval.reset();
         tally.interval_failures = 0;
         take
+    }
+
+    /// Ends the measured part: later results are not counted.
+    pub fn close(&self) {
+        self.inner.lock().closed = true;
     }
 
     /// Forgets everything (the end of the warmup).

@@ -22,6 +22,8 @@ const CONTAINER_MAX_NEVER_USED_MS: i64 = 0;
 pub struct Rules {
     /// `extendedTypesEnabled`: TTL nodes exist only with it.
     pub extended_types: bool,
+    /// `enforceQuota`: hard quota limits refuse writes (QuotaExceeded).
+    pub enforce_quota: bool,
 }
 
 /// What applying a txn asks of the world outside the replicated state.
@@ -79,6 +81,7 @@ pub fn apply(rules: Rules, db: &mut Db, txn: &Txn, zxid: i64) -> Outcome {
         time: txn.time,
         session_id: txn.session_id,
         caller: &txn.caller,
+        enforce_quota: rules.enforce_quota,
     };
     let outcome = match &txn.kind {
         TxnKind::Client(request) => match admit(db, txn) {

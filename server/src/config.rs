@@ -80,6 +80,10 @@ pub struct Config {
     /// Whether TTL nodes may be created (`extendedTypesEnabled`). Their ephemeral-owner
     /// encoding leaves room for server ids below 255 only.
     pub extended_types_enabled: bool,
+    /// Refuse creates and setData past a hard quota (`enforceQuota`, ZooKeeper's
+    /// `zookeeper.enforceQuota`). Checked as txns are applied, so every server of an
+    /// ensemble must agree.
+    pub enforce_quota: bool,
     /// The `super` user who bypasses every ACL; `None` for no such user.
     pub super_digest: Option<SuperDigest>,
     /// The most txns the log writer puts under one fsync (`commitBatchMaxEntries`):
@@ -336,6 +340,13 @@ pub enum ConfigError {
     InvalidKey { key: String, expected: &'static str },
     #[error("{key} is not set")]
     Missing { key: &'static str },
+    /// ZooKeeper refuses a config without tickTime too ("tickTime is not set"): every
+    /// timeout is counted in ticks, so a silent default would hide a typo.
+    #[error(
+        "tickTime is not set: add a line such as tickTime=2000 (milliseconds; session \
+         timeouts default to 2 to 20 ticks)"
+    )]
+    MissingTickTime,
     #[error("{key} is not supported: {reason}")]
     Unsupported { key: String, reason: &'static str },
     #[error(
@@ -481,6 +492,7 @@ struct Settings {
     jute_max_buffer: Option<u32>,
     max_client_outgoing_bytes: Option<u32>,
     extended_types_enabled: Option<bool>,
+    enforce_quota: Option<bool>,
     super_digest: Option<SuperDigest>,
     group_commit_max_entries: Option<u32>,
     peer_type: Option<PeerType>,
@@ -554,6 +566,9 @@ impl Settings {
                 self.max_client_outgoing_bytes = Some(java_decode(key, value)?);
             }
             "extendedTypesEnabled" => self.extended_types_enabled = Some(boolean(key, value)?),
+            "enforceQuota" | "zookeeper.enforceQuota" => {
+                self.enforce_quota = Some(boolean(key, value)?);
+            }
             "superDigest" | "DigestAuthenticationProvider.superDigest" => {
                 self.super_digest = Some(super_digest(key, value)?);
             }
@@ -641,7 +656,7 @@ impl Settings {
         mut self,
         myid: impl FnOnce(&Path) -> Result<Option<String>, ConfigError>,
     ) -> Result<Config, ConfigError> {
-        let tick_ms = u64::from(self.tick_time_ms.unwrap_or(2000));
+        let tick_ms = u64::from(self.tick_time_ms.ok_or(ConfigError::MissingTickTime)?);
         let min_session_timeout = self.min_session_timeout_ms.map_or(tick_ms * 2, u64::from);
         let max_session_timeout = self.max_session_timeout_ms.map_or(tick_ms * 20, u64::from);
         if min_session_timeout > max_session_timeout {
@@ -723,6 +738,7 @@ impl Settings {
                 .max_client_outgoing_bytes
                 .unwrap_or(DEFAULT_MAX_CLIENT_OUTGOING_BYTES),
             extended_types_enabled,
+            enforce_quota: self.enforce_quota.unwrap_or(false),
             super_digest: self.super_digest.take(),
             group_commit_max_entries: self.group_commit_max_entries.unwrap_or(1000),
             server_id,
@@ -959,7 +975,6 @@ fn no_effect_reason(key: &str) -> Option<&'static str> {
         "readonlymode.enabled" => "read-only mode is not supported",
         "skipACL" => "ACLs are always checked",
         "maxCnxns" => "only the per-address limit maxClientCnxns is enforced",
-        "enforceQuota" => "quotas are not enforced",
         "oraclePath" => "the two-server oracle is not supported",
         "DigestAuthenticationProvider.enabled" => "digest authentication is always on",
         _ if key.starts_with("quorum.auth.") => SASL,
@@ -1378,13 +1393,22 @@ server.2=zk2:2888:3888
 server.3=zk3:2888:3888
 ";
 
+    /// The tests' configs leave tickTime out unless they are about it.
+    fn with_tick(text: &str) -> String {
+        if text.contains("tickTime") {
+            text.to_owned()
+        } else {
+            format!("{text}\ntickTime=2000")
+        }
+    }
+
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse_with_myid(text, Path::new("/etc/paddock"), |_| Ok(None))
+        Config::parse_with_myid(&with_tick(text), Path::new("/etc/paddock"), |_| Ok(None))
     }
 
     fn parse_as(text: &str, myid: &str) -> Result<Config, ConfigError> {
         let myid = myid.to_owned();
-        Config::parse_with_myid(text, Path::new("/etc/paddock"), move |path| {
+        Config::parse_with_myid(&with_tick(text), Path::new("/etc/paddock"), move |path| {
             assert_eq!(path, Path::new("/var/lib/zk/myid"));
             Ok(Some(myid))
         })
@@ -1570,6 +1594,41 @@ commitBatchMaxEntries=64",
             let key = bad.split('=').next().unwrap();
             assert!(message.contains(key), "{bad}: {message}");
         }
+    }
+
+    /// The shipped configs: valid, without warnings, and set up as production wants
+    /// (autopurge on, the txn log apart from the snapshots, fsync on).
+    #[test]
+    fn the_shipped_configs_parse_and_are_production_minded() {
+        let files = [
+            ("standalone.cfg", include_str!("../../conf/standalone.cfg")),
+            ("zoo1.cfg", include_str!("../../conf/zoo1.cfg")),
+            ("zoo2.cfg", include_str!("../../conf/zoo2.cfg")),
+            ("zoo3.cfg", include_str!("../../conf/zoo3.cfg")),
+        ];
+        for (i, (name, text)) in files.into_iter().enumerate() {
+            let myid = i.max(1).to_string();
+            let config = Config::parse_with_myid(text, Path::new("/repo/conf"), |_| Ok(Some(myid)))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(config.warnings, [], "{name}");
+            assert!(config.autopurge.interval.is_some(), "{name}: autopurge off");
+            assert_ne!(config.data_dir, config.data_log_dir, "{name}");
+            assert!(config.force_sync, "{name}");
+            assert_eq!(config.is_standalone(), i == 0, "{name}");
+            assert!(
+                text.lines().filter(|l| l.starts_with('#')).count() > 5,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn tick_time_is_required_as_zookeeper_requires_it() {
+        let text = "dataDir=/var/lib/zk\nclientPort=2181\n";
+        let refused = Config::parse_with_myid(text, Path::new("/etc/paddock"), |_| Ok(None));
+        let message = refused.unwrap_err().to_string();
+        assert!(message.starts_with("tickTime is not set"), "{message}");
+        assert!(message.contains("tickTime=2000"), "{message}");
     }
 
     #[test]
@@ -1999,7 +2058,7 @@ peerType=observer
     #[test]
     fn standalone_ignores_myid() {
         // The Debian example's myid holds prose; a standalone server never reads it.
-        let config = Config::parse_with_myid(&minimal(""), Path::new("/"), |_| {
+        let config = Config::parse_with_myid(&with_tick(&minimal("")), Path::new("/"), |_| {
             panic!("myid read in standalone mode")
         })
         .unwrap();
@@ -2014,7 +2073,7 @@ peerType=observer
         let cfg = dir.join("zoo.cfg");
         fs::write(
             &cfg,
-            "initLimit=5\nsyncLimit=2\ndataDir=data\nclientPort=2181\n\
+            "tickTime=2000\ninitLimit=5\nsyncLimit=2\ndataDir=data\nclientPort=2181\n\
              server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2889:3889\n\
              server.3=127.0.0.1:2890:3890\n",
         )

@@ -23,7 +23,7 @@ use crate::state_machine::install;
 use crate::state_machine::{SnapshotInbox, StateMachine};
 use crate::store::snapshot::SnapshotDir;
 use crate::store::txnlog::LogConfig;
-use crate::store::{DurableStorage, Opened, StoreConfig};
+use crate::store::{DurableStorage, Opened, StoreConfig, StoreError};
 use crate::txn::TxnKind;
 
 pub fn settings(config: &Config) -> Settings {
@@ -40,6 +40,7 @@ pub fn settings(config: &Config) -> Settings {
         max_frame: config.jute_max_buffer as usize + FRAME_ALLOWANCE,
         max_client_outgoing: config.max_client_outgoing_bytes as usize,
         extended_types: config.extended_types_enabled,
+        enforce_quota: config.enforce_quota,
         super_digest: config
             .super_digest
             .as_ref()
@@ -87,6 +88,12 @@ impl Daemon {
             std::sync::atomic::Ordering::Release,
         );
         if let Some(snapshot) = opened.snapshot {
+            // A large state takes a while to restore: say what is going on meanwhile.
+            tracing::info!(
+                "restoring the state from {} ({} bytes)",
+                snapshot.path.display(),
+                snapshot.payload.len()
+            );
             let image = Image::read_from(snapshot.payload).map_err(|e| {
                 anyhow::anyhow!("snapshot {} is unreadable: {e}", snapshot.path.display())
             })?;
@@ -212,10 +219,6 @@ fn open_store(
     consensus: &ConsensusConfig,
     proposer: &Proposer,
 ) -> anyhow::Result<Opened> {
-    for dir in [&config.data_dir, &config.data_log_dir] {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    }
     let mut log = LogConfig::new(&config.data_log_dir);
     log.pre_alloc_size = config.pre_alloc_size;
     log.max_batch_entries = u64::from(config.group_commit_max_entries);
@@ -232,10 +235,18 @@ fn open_store(
                 consensus.voters.clone(),
                 consensus.learners.clone(),
             )),
+            purge_after_snapshot: config
+                .autopurge
+                .interval
+                .map(|_| config.autopurge.snap_retain_count as usize),
         },
         proposer.persisted_hook(),
     )
-    .map_err(|e| anyhow::anyhow!("cannot open the data in {}: {e}", config.data_dir.display()))?;
+    .map_err(|e| match e {
+        // Already names the directory and the fix.
+        StoreError::Dir(e) => anyhow::anyhow!("{e}"),
+        e => anyhow::anyhow!("cannot open the data in {}: {e}", config.data_dir.display()),
+    })?;
     for rejected in &opened.rejected_snapshots {
         tracing::error!("skipped a corrupt snapshot: {rejected}");
     }

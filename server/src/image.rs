@@ -161,6 +161,7 @@ mod tests {
             time: 1000,
             session_id: 0x100,
             caller: &caller,
+            enforce_quota: false,
         };
         let mut tree = DataTree::new();
         tree.create(

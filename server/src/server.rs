@@ -89,6 +89,8 @@ pub struct Settings {
     /// `maxClientOutgoingBytes`: what one connection may hold waiting to go out.
     pub max_client_outgoing: usize,
     pub extended_types: bool,
+    /// `enforceQuota`: hard quotas refuse writes.
+    pub enforce_quota: bool,
     pub super_digest: Option<String>,
     pub four_letter_words: crate::config::FourLetterWords,
     pub data_dir: std::path::PathBuf,

@@ -70,6 +70,7 @@ impl StateMachine {
     pub fn new(shared: Arc<Shared>, inbox: SnapshotInbox) -> Self {
         let rules = Rules {
             extended_types: shared.settings.extended_types,
+            enforce_quota: shared.settings.enforce_quota,
         };
         StateMachine {
             shared,

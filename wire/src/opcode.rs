@@ -65,6 +65,8 @@ impl OpCode {
     }
 
     /// Ops that change the tree or the session table, and so go through consensus.
+    /// `reconfig` is not among them: dynamic reconfiguration is off (as in a default
+    /// ZooKeeper), so a server answers it ReconfigDisabled at once, with no txn.
     pub fn is_write(self) -> bool {
         matches!(
             self,
@@ -78,7 +80,6 @@ impl OpCode {
                 | OpCode::SetAcl
                 | OpCode::Check
                 | OpCode::Multi
-                | OpCode::Reconfig
                 | OpCode::CreateSession
                 | OpCode::CloseSession
         )

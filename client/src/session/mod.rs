@@ -248,6 +248,8 @@ impl Session {
         let mut backoff = Backoff::new();
         // A refused connection says more than the deadline that cut the next attempt.
         let mut last_error = None;
+        // This round's hosts, while every one of them has refused.
+        let mut refused: Option<Vec<String>> = Some(Vec::new());
         loop {
             let attempt_deadline = session.attempt_deadline(deadline);
             let host = session.hosts.next_host().to_owned();
@@ -270,14 +272,32 @@ impl Session {
                 }
                 Ok(Err(err)) => {
                     tracing::debug!(%host, %err, "could not connect");
+                    refused = match (refused, &err) {
+                        (Some(mut tried), Error::Io(io))
+                            if io.kind() == std::io::ErrorKind::ConnectionRefused =>
+                        {
+                            tried.push(format!("{host} ({io})"));
+                            Some(tried)
+                        }
+                        _ => None,
+                    };
                     last_error = Some(err);
                 }
-                Err(_) => tracing::debug!(%host, "connection attempt timed out"),
+                Err(_) => {
+                    tracing::debug!(%host, "connection attempt timed out");
+                    refused = None;
+                }
             }
             if Instant::now() >= deadline {
                 return Err(last_error.unwrap_or(Error::Timeout));
             }
             if session.hosts.at_round_end() {
+                if let Some(tried) = refused.take() {
+                    if options.fail_fast_when_refused && !tried.is_empty() {
+                        return Err(Error::Refused { tried });
+                    }
+                }
+                refused = Some(Vec::new());
                 sleep_until(backoff.next().min(deadline)).await;
             }
         }
@@ -422,6 +442,11 @@ impl Session {
                             return end;
                         }
                         self.flush_outbox(&mut out);
+                    }
+                    // A reset or broken socket is a lost connection, not bad data.
+                    Some(Err(paddock_wire::codec::FrameError::Io(err))) => {
+                        tracing::info!(%addr, %err, "connection to the server lost");
+                        return self.connection_lost();
                     }
                     Some(Err(err)) => {
                         tracing::warn!(%addr, %err, "bad frame from server");

@@ -122,3 +122,189 @@ async fn shell_reads_commands_from_stdin() {
     })
     .await;
 }
+
+/// Runs a shell session from `script` on stdin; (stdout, stderr, status).
+async fn shell(script: &str) -> (String, String, Option<i32>) {
+    let mut child = Command::new(CLI)
+        .arg("--server")
+        .arg(server().await)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("paddock-cli");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(script.as_bytes()).await.expect("script");
+    drop(stdin);
+    let out = within(LIMIT, child.wait_with_output())
+        .await
+        .expect("output");
+    (
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code(),
+    )
+}
+
+#[tokio::test]
+async fn failures_name_the_path_and_unknown_commands_answer_as_zkcli() {
+    within(LIMIT, async {
+        let missing = format!("{}/missing", unique("cli-errors"));
+        for command in ["get", "ls", "stat", "delete"] {
+            let out = cli(&["-c", &format!("{command} {missing}")]).await;
+            assert_eq!(out.status.code(), Some(1));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                stderr.trim_end(),
+                format!("Node does not exist: {missing}"),
+                "{command}"
+            );
+        }
+        // zkCli: the usage, then "Command not found"; nothing from the argument parser.
+        let out = cli(&["frobnicate", "/"]).await;
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("ZooKeeper -server host:port"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.ends_with("Command not found: Command not found frobnicate\n"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("error:"), "{stderr}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_shell_has_zkclis_session_and_history_commands() {
+    within(LIMIT, async {
+        let root = unique("cli-history");
+        let server = server().await;
+        let script = format!(
+            "create {root} x\n\
+             version\n\
+             history\n\
+             redo 0\n\
+             printwatches off\n\
+             get -w {root}\n\
+             set {root} y\n\
+             close\n\
+             ls {root}\n\
+             connect {server}\n\
+             get {root}\n\
+             deleteall {root}\n"
+        );
+        let (out, err, status) = shell(&script).await;
+        assert_eq!(status, Some(0), "{out}\n{err}");
+        assert!(out.contains("paddock-cli version "), "{out}");
+        assert!(
+            out.contains(&format!("0 - create {root} x\n1 - version\n2 - history\n")),
+            "{out}"
+        );
+        // redo 0 runs `create` again, which now fails, naming the node.
+        assert!(
+            err.contains(&format!("Node already exists: {root}")),
+            "{err}"
+        );
+        // printwatches off: the data watch fired on set without a word.
+        assert!(!out.contains("WATCHER::"), "{out}");
+        assert!(err.contains("Not connected"), "{err}");
+        assert!(out.trim_end().ends_with('y'), "{out}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn refused_everywhere_fails_at_once_naming_the_addresses() {
+    within(LIMIT, async {
+        // A port nobody listens on, and a session timeout of ten minutes that the old
+        // retry-until-timeout behaviour would have waited out.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a port")
+            .port();
+        let out = within(
+            LIMIT,
+            Command::new(CLI)
+                .args([
+                    "-server",
+                    &format!("127.0.0.1:{port}"),
+                    "--timeout",
+                    "600000",
+                ])
+                .args(["ls", "/"])
+                .stdin(Stdio::null())
+                .output(),
+        )
+        .await
+        .expect("paddock-cli");
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&format!("127.0.0.1:{port} (")), "{stderr}");
+        assert!(stderr.contains("refused"), "{stderr}");
+    })
+    .await;
+}
+
+/// setquota, three creates, listquota; a hard limit refused (the servers run with
+/// enforceQuota=true). The same expectations hold for ZooKeeper 3.8 (the `it` binary)
+/// and Paddock (the `paddock` binary).
+#[tokio::test]
+async fn quotas_count_and_hard_limits_refuse_as_in_zookeeper() {
+    within(LIMIT, async {
+        let soft = unique("cli-quota-soft");
+        let hard = unique("cli-quota-hard");
+        let script = format!(
+            "create {soft}\n\
+             setquota -n 2 {soft}\n\
+             create {soft}/a\n\
+             create {soft}/b\n\
+             create {soft}/c\n\
+             listquota {soft}\n\
+             setquota -n 2 {soft}/a\n\
+             create {hard}\n\
+             setquota -N 2 {hard}\n\
+             create {hard}/a\n\
+             create {hard}/b\n\
+             listquota {hard}\n\
+             delquota {soft}\n\
+             listquota {soft}\n\
+             delquota {hard}\n\
+             deleteall {soft}\n\
+             deleteall {hard}\n"
+        );
+        let (out, err, _) = shell(&script).await;
+        // Soft limit: only exceeded; the stats count the node and its three children.
+        assert!(out.contains(&format!("Created {soft}/c\n")), "{out}\n{err}");
+        assert!(
+            out.contains(&format!(
+                "Output quota for {soft} count=2,bytes=-1=;byteHardLimit=-1;countHardLimit=-1\n\
+                 Output stat for {soft} count=4,bytes=0\n"
+            )),
+            "{out}\n{err}"
+        );
+        assert!(
+            err.contains(&format!("{soft}/a has a parent {soft} which has a quota")),
+            "{err}"
+        );
+        // Hard limit: the second node under it passes the limit of 2.
+        assert!(out.contains(&format!("Created {hard}/a\n")), "{out}");
+        assert!(!out.contains(&format!("Created {hard}/b\n")), "{out}");
+        assert!(
+            err.contains(&format!("Quota has exceeded : {hard}/b")),
+            "{err}"
+        );
+        assert!(
+            out.contains(&format!("Output stat for {hard} count=2,bytes=0\n")),
+            "{out}\n{err}"
+        );
+        assert!(
+            err.contains(&format!("quota for {soft} does not exist.")),
+            "{err}"
+        );
+    })
+    .await;
+}

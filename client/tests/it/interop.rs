@@ -38,6 +38,7 @@ zk.stop()
 "#;
 
 fn kazoo(path: &str, args: &[&str], hosts: &str) -> Child {
+    crate::support::require_kazoo();
     Command::new("python3")
         .arg("-c")
         .arg(KAZOO_LOCK)

@@ -11,6 +11,7 @@ mod lock;
 mod multi;
 mod persistent;
 mod recipes;
+mod reset;
 mod session;
 mod support;
 mod watches;

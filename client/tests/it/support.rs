@@ -49,6 +49,7 @@ fn common_config(dir: &std::path::Path, port: u16) -> String {
          4lw.commands.whitelist=*\n\
          extendedTypesEnabled=true\n\
          forceSync=no\n\
+         enforceQuota=true\n\
          admin.enableServer=false\n",
         dir = dir.display(),
         min = 2 * TICK_MS,
@@ -92,6 +93,7 @@ rm -rf "$dir""#;
             Target::ZooKeeper => {
                 let classpath = std::env::var("PADDOCK_ZK_CLASSPATH")
                     .unwrap_or_else(|_| ZK_CLASSPATH.to_owned());
+                require_zookeeper(&classpath);
                 command
                     .arg("java")
                     .arg("-Xmx256m")
@@ -167,6 +169,42 @@ pub fn start_ensemble(n: usize) -> Vec<ZkServer> {
         server.wait_until_serving(Duration::from_secs(60));
     }
     servers
+}
+
+/// Fails the test in one line when the classpath's ZooKeeper jar or java is missing.
+fn require_zookeeper(classpath: &str) {
+    let jar_missing = classpath
+        .split(':')
+        .any(|part| part.ends_with(".jar") && !std::path::Path::new(part).exists());
+    let java_missing = Command::new("java")
+        .arg("-version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_err();
+    assert!(
+        !jar_missing && !java_missing,
+        "Apache ZooKeeper is not installed: run scripts/test.sh, which installs it \
+         (or apt-get install zookeeper)"
+    );
+}
+
+/// Fails the test in one line when python3 cannot import kazoo.
+pub fn require_kazoo() {
+    static FOUND: OnceLock<bool> = OnceLock::new();
+    let found = *FOUND.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import kazoo"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    });
+    assert!(
+        found,
+        "kazoo is not installed for python3: run scripts/test.sh, which installs it \
+         (or python3 -m pip install kazoo)"
+    );
 }
 
 impl Drop for ZkServer {

@@ -9,6 +9,7 @@ use crate::txn::Origin;
 
 const RULES: Rules = Rules {
     extended_types: false,
+    enforce_quota: false,
 };
 const SESSION: i64 = 0x0100_0000_0000_0001;
 

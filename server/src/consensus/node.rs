@@ -256,6 +256,9 @@ impl Consensus {
             check_quorum: true,
             max_inflight_msgs: 256,
             max_size_per_msg: 1024 * 1024,
+            // Replaying a long log after a restart comes in bounded Readys, so the loop
+            // sees a shutdown request between them instead of after the whole log.
+            max_committed_size_per_ready: MAX_COMMITTED_BYTES_PER_READY,
             applied: config.applied,
             ..Default::default()
         };
@@ -348,6 +351,9 @@ struct RaftLoop<A: Applier> {
     guard: VoteGuard,
     has_state: Arc<AtomicBool>,
 }
+
+/// Committed entry bytes handed out per `Ready` (raft-rs: `max_committed_size_per_ready`).
+const MAX_COMMITTED_BYTES_PER_READY: u64 = 1024 * 1024;
 
 /// Inputs taken per turn of the loop, so a flood of writes can't starve ticks.
 const MAX_INPUTS_PER_TURN: usize = 4096;

@@ -1,6 +1,8 @@
 //! Durable storage: everything a server needs to come back after a crash or restart.
 //!
 //! # Layout, named like the directories they own
+//! - [`dirs`]: `dataDir` and `dataLogDir` checked and created, and `dataDir` locked to
+//!   one process (`paddock.lock`).
 //! - [`txnlog`]: the raft log in `dataLogDir`: `log.<first index>` segments written by one
 //!   group-commit thread, so one fsync covers many raft `Ready`s.
 //! - [`snapshot`]: state-machine snapshots in `dataDir`: `snapshot.<applied index>`.
@@ -16,6 +18,7 @@
 //! (PostgreSQL's "fsyncgate", 2018). A restart recovers from what is really on disk.
 //! Corrupt input found while reading is an error value naming the file and offset.
 
+pub mod dirs;
 pub mod meta;
 pub mod snapshot;
 pub mod storage;

@@ -347,10 +347,14 @@ impl SnapshotDir {
         let remove = files.len().saturating_sub(retain.max(MIN_RETAIN));
         for file in files.drain(..remove) {
             tracing::info!("purging {}", file.path.display());
-            fs::remove_file(&file.path).map_err(|source| SnapshotError::Io {
-                path: file.path.clone(),
-                source,
-            })?;
+            match fs::remove_file(&file.path) {
+                // A purge after a snapshot and the periodic one may overlap.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                result => result.map_err(|source| SnapshotError::Io {
+                    path: file.path.clone(),
+                    source,
+                })?,
+            }
         }
         Ok(files)
     }

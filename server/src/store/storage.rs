@@ -51,9 +51,11 @@
 //! # Snapshots and compaction
 //! The state machine writes a snapshot at an applied index with
 //! [`DurableStorage::create_snapshot`], then calls [`DurableStorage::compact`] to drop
-//! cached entries up to it (or a little below, to spare slow followers a snapshot), and
-//! now and then [`DurableStorage::purge`] (`autopurge`) to delete old snapshot files and
-//! the log segments behind the oldest snapshot kept.
+//! cached entries up to it (or a little below, to spare slow followers a snapshot).
+//! With autopurge on, each new snapshot (written here or installed from the leader) is
+//! followed at once by [`DurableStorage::purge`], which deletes old snapshot files and
+//! the log segments behind the oldest snapshot kept; `autopurge.purgeInterval` runs it
+//! as well.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -65,6 +67,7 @@ use protobuf::Message as _;
 use raft::prelude::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, StorageError};
 
+use crate::store::dirs::{self, DataDirLock, DirError};
 use crate::store::meta::{Durability, Meta, MetaError};
 use crate::store::snapshot::{LoadedSnapshot, SnapshotDir, SnapshotError};
 use crate::store::txnlog::{
@@ -83,10 +86,16 @@ pub struct StoreConfig {
     /// The voters a brand-new data dir starts with; ignored once a conf state is
     /// recorded. Empty for a server that joins an ensemble and learns it from a snapshot.
     pub initial_conf_state: ConfState,
+    /// `autopurge.snapRetainCount` when autopurge is on: right after each new snapshot,
+    /// keep this many and the log they need. Snapshots come every 64 MiB of log under
+    /// load; purging only on `purgeInterval` let disk use grow by that much each time.
+    pub purge_after_snapshot: Option<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    #[error(transparent)]
+    Dir(#[from] DirError),
     #[error(transparent)]
     Log(#[from] LogError),
     #[error(transparent)]
@@ -146,6 +155,10 @@ pub struct DurableStorage {
 }
 
 struct Shared {
+    /// Held for as long as any handle lives: no other process opens this dataDir.
+    _lock: DataDirLock,
+    /// [`StoreConfig::purge_after_snapshot`].
+    purge_after_snapshot: Option<usize>,
     writer: LogWriter,
     meta: Meta,
     snapshots: SnapshotDir,
@@ -197,6 +210,10 @@ impl DurableStorage {
         config: StoreConfig,
         mut on_persisted: impl FnMut(u64) + Send + 'static,
     ) -> Result<Opened, StoreError> {
+        dirs::prepare("dataDir", &config.data_dir)?;
+        dirs::prepare("dataLogDir", &config.log.dir)?;
+        // Must hold the lock before reading anything another process may be writing.
+        let lock = dirs::lock(&config.data_dir)?;
         let meta = Meta::open(&config.data_dir.join("meta"))?;
         meta.check_node_id(config.node_id)?;
         let snapshots = SnapshotDir::open(&config.data_dir)?;
@@ -293,6 +310,8 @@ impl DurableStorage {
             storage: DurableStorage {
                 core: Arc::new(RwLock::new(core)),
                 shared: Arc::new(Shared {
+                    purge_after_snapshot: config.purge_after_snapshot,
+                    _lock: lock,
                     writer,
                     meta,
                     snapshots,
@@ -369,14 +388,17 @@ impl DurableStorage {
             index,
             term: metadata.term,
         };
-        let mut core = self.core.write();
-        core.entries.clear();
-        core.compacted = after;
-        core.conf_state = metadata.get_conf_state().clone();
-        core.snapshot = metadata.clone();
-        core.hard_state.term = core.hard_state.term.max(after.term);
-        core.hard_state.commit = core.hard_state.commit.max(index);
-        self.shared.writer.reset(after);
+        {
+            let mut core = self.core.write();
+            core.entries.clear();
+            core.compacted = after;
+            core.conf_state = metadata.get_conf_state().clone();
+            core.snapshot = metadata.clone();
+            core.hard_state.term = core.hard_state.term.max(after.term);
+            core.hard_state.commit = core.hard_state.commit.max(index);
+            self.shared.writer.reset(after);
+        }
+        self.purge_after_snapshot();
         Ok(())
     }
 
@@ -403,13 +425,27 @@ impl DurableStorage {
             conf_state: Some(conf_state).into(),
             ..Default::default()
         };
+        tracing::info!("writing a snapshot at index {index}");
         self.shared.snapshots.create(&metadata, write_payload)?;
         self.shared.meta.set_snapshot(&metadata);
-        let mut core = self.core.write();
-        if metadata.index > core.snapshot.index {
-            core.snapshot = metadata.clone();
+        {
+            let mut core = self.core.write();
+            if metadata.index > core.snapshot.index {
+                core.snapshot = metadata.clone();
+            }
         }
+        self.purge_after_snapshot();
         Ok(metadata)
+    }
+
+    /// Purges right after a new snapshot, when autopurge is on. A failure leaves extra
+    /// files, not a wrong state: it is logged, and the next purge tries again.
+    fn purge_after_snapshot(&self) {
+        if let Some(retain) = self.shared.purge_after_snapshot {
+            if let Err(e) = self.purge(retain) {
+                tracing::warn!("purging old snapshots and logs: {e}");
+            }
+        }
     }
 
     /// Drops cached entries up to `index`, which a snapshot must cover. Files are left

@@ -19,10 +19,12 @@
 //! - `read`: getData, exists, getChildren, getACL, getEphemerals, getAllChildrenNumber.
 //! - `reap`: which containers and TTL nodes are due for deletion, and their deletion.
 //! - `digest`: the tree hash replicas compare.
+//! - `quota`: the counts under `/zookeeper/quota` kept current, and hard limits.
 
 mod digest;
 mod multi;
 mod node;
+mod quota;
 mod read;
 mod reap;
 mod write;
@@ -389,6 +391,7 @@ mod tests {
                 time: zxid * 10,
                 session_id,
                 caller: &[],
+                enforce_quota: false,
             };
             let path = paths[next(paths.len())];
             let before = tree.clone();
@@ -470,6 +473,7 @@ mod tests {
             time: 100,
             session_id: 7,
             caller: &[],
+            enforce_quota: false,
         };
         tree.create(
             "/a",

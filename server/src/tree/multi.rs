@@ -118,6 +118,7 @@ mod tests {
             time: zxid,
             session_id: 5,
             caller: &[],
+            enforce_quota: false,
         }
     }
 

@@ -108,6 +108,7 @@ mod tests {
             time: zxid,
             session_id,
             caller,
+            enforce_quota: false,
         }
     }
 

@@ -83,6 +83,7 @@ mod tests {
             time,
             session_id: 3,
             caller: &[],
+            enforce_quota: false,
         }
     }
 

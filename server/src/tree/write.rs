@@ -23,6 +23,8 @@ pub struct TxnContext<'a> {
     pub session_id: i64,
     /// The identities that session has authenticated as, for ACL checks.
     pub caller: &'a [Id],
+    /// `enforceQuota`: refuse creates and setData past a hard quota (see `quota`).
+    pub enforce_quota: bool,
 }
 
 /// A watch event a write causes.
@@ -225,6 +227,9 @@ impl DataTree {
             return Err(ErrorCode::NoChildrenForEphemerals);
         }
         let parent_acl = parent.acl().clone();
+        // Last, as ZooKeeper checks it after every other reason to refuse.
+        self.check_quota(&path, 1, data.len() as i64, ctx.enforce_quota)?;
+        let data_len = data.len() as i64;
 
         let node = Node::new(
             data,
@@ -244,6 +249,8 @@ impl DataTree {
             }
         });
         self.insert(path.clone(), node);
+        self.count_in_quota(&path, 1, data_len);
+        self.on_created(&path);
         let triggers = vec![
             trigger(&path, EventType::NodeCreated, acl),
             trigger(parent_path, EventType::NodeChildrenChanged, parent_acl),
@@ -292,6 +299,8 @@ impl DataTree {
         acl::check(node.acl(), perms::WRITE, ctx.caller)?;
         let version = next_version(node.stat().version, version)?;
         let acl = node.acl().clone();
+        let bytes = data.len() as i64 - node.data().len() as i64;
+        self.check_quota(path, 0, bytes, ctx.enforce_quota)?;
         let stat = self
             .update(path, |node| {
                 node.set_data(data);
@@ -302,6 +311,7 @@ impl DataTree {
                 node.to_stat()
             })
             .ok_or(ErrorCode::NoNode)?;
+        self.count_in_quota(path, 0, bytes);
         Ok(Applied {
             result: stat,
             triggers: vec![trigger(path, EventType::NodeDataChanged, acl)],
@@ -371,6 +381,7 @@ impl DataTree {
         let Some(node) = self.remove(path) else {
             return triggers;
         };
+        self.count_in_quota(path, -1, -(node.data().len() as i64));
         triggers.push(trigger(path, EventType::NodeDeleted, node.acl().clone()));
         let parent_path = paddock_wire::path::parent(path).unwrap_or("/");
         let parent_acl = self.update(parent_path, |parent| {
@@ -415,6 +426,7 @@ mod tests {
             time: 1000 + zxid,
             session_id: SESSION,
             caller: &[],
+            enforce_quota: false,
         }
     }
 

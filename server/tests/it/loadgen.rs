@@ -30,6 +30,23 @@ fn smoke(server: &Server, scenario: &str, extra: &[&str]) -> paddock_loadgen::Su
         .block_on(run::run(plan, std::future::pending(), |_| {}))
         .expect("the run completes");
     assert!(!outcome.rows.is_empty(), "no live rows");
+    // The last live row and the summary count the same requests.
+    let last = outcome
+        .rows
+        .last()
+        .map(|row| (row.total_req, row.fail_total));
+    let summary = &outcome.summary;
+    assert_eq!(
+        last,
+        Some((summary.total_req, summary.fail_total)),
+        "{scenario}: last row vs summary"
+    );
+    // The summary names the scenario as the flag does.
+    assert!(
+        summary.text().starts_with(&format!("summary: {scenario} ")),
+        "{}",
+        summary.text()
+    );
     outcome.summary
 }
 

@@ -86,6 +86,51 @@ impl Server {
         self.wait_serving();
     }
 
+    /// Starts the same server again after [`Server::kill`] or an exit, without waiting
+    /// for it to serve (to catch it in a start-up phase).
+    pub fn start_again(&mut self) {
+        self.kill();
+        self.child = spawn_paddock(&self._dir.path().join("zoo.cfg"), &self.log);
+    }
+
+    /// Waits up to `limit` for the process to exit; its status, or None if it still runs.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The length of the log so far, to look for lines written after this point.
+    pub fn log_len(&self) -> usize {
+        self.log_text().len()
+    }
+
+    /// Waits up to `limit` for a log line containing `needle` after byte `from` of the
+    /// log; whether one appeared.
+    pub fn wait_for_log(&self, needle: &str, from: usize, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self
+                .log_text()
+                .get(from..)
+                .is_some_and(|new| new.contains(needle))
+            {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Deletes the server's data (not its myid): it restarts as if new.
     pub fn wipe(&self) {
         let data = self._dir.path().join("data");
@@ -112,11 +157,15 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // A stopped process must be continued to die of SIGKILL promptly.
-        let _ = Command::new("kill")
-            .arg("-CONT")
-            .arg(self.child.id().to_string())
-            .status();
+        // A stopped process must be continued to die of SIGKILL promptly; one that has
+        // exited needs nothing (and `kill` would print "No such process").
+        if self.is_running() {
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(self.child.id().to_string())
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -141,6 +190,27 @@ pub fn paddock(extra: &str) -> Server {
     let log = dir.path().join("paddock.log");
     let child = spawn_paddock(&config, &log);
     wait_until_serving(child, dir, port, log)
+}
+
+/// Starts `paddock` with a fresh data dir (and `myid`, if given) on client port `port`,
+/// without waiting for it to serve: for servers that never will, such as one member of
+/// an ensemble whose peers are not running.
+pub fn paddock_starting(port: u16, extra: &str, myid: Option<u64>) -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("data")).expect("data dir");
+    if let Some(id) = myid {
+        std::fs::write(dir.path().join("data/myid"), format!("{id}\n")).expect("myid");
+    }
+    let config = dir.path().join("zoo.cfg");
+    std::fs::write(&config, common_config(dir.path(), port, extra)).expect("config");
+    let log = dir.path().join("paddock.log");
+    let child = spawn_paddock(&config, &log);
+    Server {
+        addr: ([127, 0, 0, 1], port).into(),
+        child,
+        _dir: dir,
+        log,
+    }
 }
 
 /// Runs `paddock --config CONFIG`, appending its log to `log`.
@@ -271,7 +341,8 @@ pub fn zookeeper_quorum_of_one() -> Server {
 fn start_zookeeper(extra: &str, quorum: bool) -> Server {
     assert!(
         zookeeper_installed(),
-        "Apache ZooKeeper is not installed: run `apt-get install -y zookeeper` (see .ci/run)"
+        "Apache ZooKeeper is not installed: run scripts/test.sh, which installs it \
+         (or apt-get install zookeeper)"
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
@@ -352,6 +423,7 @@ pub fn kazoo(server: &Server, scenario: &str) -> Vec<String> {
 /// [`kazoo`] with an explicit hosts argument (`;` separates the servers of scenarios
 /// that put clients on different servers).
 pub fn kazoo_hosts(hosts: &str, scenario: &str) -> Vec<String> {
+    require_kazoo();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/scenarios.py");
     let output = run_bounded(
         Command::new("python3").arg(script).arg(hosts).arg(scenario),
@@ -367,6 +439,24 @@ pub fn kazoo_hosts(hosts: &str, scenario: &str) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// Fails the test in one line when python3 cannot import kazoo.
+pub fn require_kazoo() {
+    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let found = *FOUND.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import kazoo"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    });
+    assert!(
+        found,
+        "kazoo is not installed for python3: run scripts/test.sh, which installs it \
+         (or python3 -m pip install kazoo)"
+    );
 }
 
 /// Runs a command with a time limit; a command that overruns is killed.

@@ -52,6 +52,11 @@ fn comparable(line: &str) -> bool {
 }
 
 fn zkcli(server: &Server) -> Vec<String> {
+    assert!(
+        crate::support::zookeeper_installed(),
+        "zkCli.sh is not installed: run scripts/test.sh, which installs it \
+         (or apt-get install zookeeper)"
+    );
     let mut command = Command::new(Path::new(ZOOKEEPER_HOME).join("bin/zkCli.sh"));
     command.arg("-server").arg(server.hosts());
     let mut child = command

@@ -23,6 +23,7 @@ fn config(root: &Path, node_id: u64) -> StoreConfig {
         log,
         node_id,
         initial_conf_state: ConfState::from((vec![1], vec![])),
+        purge_after_snapshot: None,
     }
 }
 
@@ -228,6 +229,58 @@ fn restart_from_a_snapshot_and_the_log_after_it() {
         (2001, 2100)
     );
     assert_eq!(s.initial_state().unwrap().hard_state.commit, 2100);
+}
+
+/// Snapshot files and log segments in `root`'s data and log dirs, sorted.
+fn files(root: &Path) -> (Vec<u64>, Vec<u64>) {
+    let mut snapshots: Vec<u64> = std::fs::read_dir(root.join("data"))
+        .unwrap()
+        .filter_map(|e| crate::store::parse_hex_name(e.unwrap().file_name().to_str()?, "snapshot."))
+        .collect();
+    let mut segments: Vec<u64> = std::fs::read_dir(root.join("log"))
+        .unwrap()
+        .filter_map(|e| txnlog::segment::parse_segment_name(e.unwrap().file_name().to_str()?))
+        .collect();
+    snapshots.sort();
+    segments.sort();
+    (snapshots, segments)
+}
+
+#[test]
+fn with_autopurge_each_new_snapshot_purges_old_snapshots_and_log() {
+    // Disk use stays near snapRetainCount snapshots plus the log since the oldest of
+    // them, however fast snapshots come, instead of growing until the hourly purge.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = config(tmp.path(), 1);
+    config.purge_after_snapshot = Some(3);
+    let (tx, rx) = mpsc::channel();
+    let opened = DurableStorage::open(config, move |n| {
+        let _ = tx.send(n); // the test may have stopped listening
+    })
+    .unwrap();
+    let s = opened.storage;
+    fill(&s, &rx, 1..=2100);
+    let mut ready = 5_000;
+    for index in [400, 800, 1200, 1600, 2000] {
+        snapshot_at(&s, index);
+        // A Ready after the purge: its report means the log purge is done too.
+        ready += 1;
+        s.append(ready, vec![], None).unwrap();
+        wait_for(&rx, ready);
+        let (snapshots, segments) = files(tmp.path());
+        assert!(snapshots.len() <= 3, "after {index}: {snapshots:?}");
+        assert_eq!(snapshots.last(), Some(&index));
+        // The log reaches back to the oldest kept snapshot, and not a segment further.
+        let oldest = snapshots[0];
+        assert!(segments[0] <= oldest + 1, "after {index}: {segments:?}");
+        if snapshots.len() == 3 {
+            assert!(
+                segments.get(1).is_none_or(|second| *second > oldest + 1),
+                "after {index}: a segment wholly behind {oldest} is kept: {segments:?}"
+            );
+        }
+    }
+    assert_eq!(files(tmp.path()).0, [1200, 1600, 2000]);
 }
 
 #[test]
