@@ -28,6 +28,7 @@ pub struct Rules {
 
 /// What applying a txn asks of the world outside the replicated state.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // all about sessions so far; the names read at the call site
 pub enum Effect {
     /// A session was created: its expiry clock starts, with this timeout (ms).
     SessionOpened { session: i64, timeout: i32 },

@@ -19,27 +19,27 @@
 //!   (`dataDir`); [`image`] is what a snapshot holds of the state machine.
 //! - [`metrics`]: counters for `srvr` / `mntr`.
 
-pub mod acl;
-pub mod apply;
+pub(crate) mod acl;
+pub(crate) mod apply;
 pub mod config;
-pub mod conn;
-pub mod consensus;
+pub(crate) mod conn;
+pub(crate) mod consensus;
 pub mod daemon;
 mod fatal;
-pub mod fourlw;
-pub mod ids;
-pub mod image;
-pub mod listener;
-pub mod liveness;
-pub mod metrics;
-pub mod monotonic;
-pub mod outbox;
-pub mod query;
-pub mod server;
-pub mod session;
-pub mod state_machine;
-pub mod store;
-pub mod tree;
-pub mod txn;
-pub mod wait;
-pub mod watch;
+pub(crate) mod fourlw;
+pub(crate) mod ids;
+pub(crate) mod image;
+pub(crate) mod listener;
+pub(crate) mod liveness;
+pub(crate) mod metrics;
+pub(crate) mod monotonic;
+pub(crate) mod outbox;
+pub(crate) mod query;
+pub(crate) mod server;
+pub(crate) mod session;
+pub(crate) mod state_machine;
+pub(crate) mod store;
+pub(crate) mod tree;
+pub(crate) mod txn;
+pub(crate) mod wait;
+pub(crate) mod watch;

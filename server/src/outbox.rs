@@ -120,6 +120,7 @@ impl OutboxRx {
     }
 
     /// Bytes charged for the notifications queued now.
+    #[cfg(test)]
     pub fn queued_bytes(&self) -> usize {
         self.budget.queued.load(Ordering::Acquire)
     }

@@ -132,6 +132,7 @@ const RECURSIVE: u8 = 8;
 
 /// A change to the tree that can fire watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(clippy::enum_variant_names)] // ZooKeeper's event names, kept for readers of the spec
 pub enum Change {
     NodeCreated,
     NodeDeleted,

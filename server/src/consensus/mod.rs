@@ -11,7 +11,7 @@ mod recovery;
 pub mod transport;
 
 pub use node::{
-    channel, Applier, Consensus, ConsensusConfig, Proposals, Proposer, Role, SnapshotWriter, Status,
+    channel, Applier, Consensus, ConsensusConfig, Proposer, Role, SnapshotWriter, Status,
 };
 pub use recovery::RaftStateOnDisk;
 pub use transport::{Identity, LinkTiming, LivenessReport, PeerEvent, Transport};

@@ -65,6 +65,7 @@ impl LivenessCore {
         }
     }
 
+    #[cfg(test)]
     pub fn serving(&self) -> bool {
         self.serving
     }

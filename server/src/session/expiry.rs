@@ -57,14 +57,6 @@ impl ExpiryTracker {
         }
         self.expiring.clear();
     }
-
-    pub fn len(&self) -> usize {
-        self.deadlines.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.deadlines.is_empty()
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! ```text
 //! version      u32 big-endian: 1, the layout of this table
 //! node_id      u64 big-endian: the server id (myid) this data dir belongs to
-//! cluster_id   u64 big-endian: the ensemble this data dir belongs to
 //! hard_state   raft HardState, protobuf: term, vote, commit
 //! conf_state   raft ConfState, protobuf: voters and learners after the last applied
 //!              conf change
@@ -37,7 +36,6 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 const KEY_VERSION: &str = "version";
 const KEY_NODE_ID: &str = "node_id";
-const KEY_CLUSTER_ID: &str = "cluster_id";
 const KEY_HARD_STATE: &str = "hard_state";
 const KEY_CONF_STATE: &str = "conf_state";
 const KEY_SNAPSHOT: &str = "snapshot";
@@ -145,16 +143,9 @@ impl Meta {
         }
     }
 
+    #[cfg(test)]
     pub fn node_id(&self) -> Result<Option<u64>, MetaError> {
         self.get_u64(KEY_NODE_ID)
-    }
-
-    pub fn cluster_id(&self) -> Result<Option<u64>, MetaError> {
-        self.get_u64(KEY_CLUSTER_ID)
-    }
-
-    pub fn set_cluster_id(&self, id: u64) {
-        self.put(KEY_CLUSTER_ID, &id.to_be_bytes());
     }
 
     pub fn hard_state(&self) -> Result<Option<HardState>, MetaError> {
@@ -269,7 +260,6 @@ mod tests {
             let meta = Meta::open(&path).unwrap();
             assert_eq!(meta.hard_state().unwrap(), None);
             meta.check_node_id(2).unwrap();
-            meta.set_cluster_id(0xfeed);
             meta.set_hard_state(&hs, Durability::Flushed);
             meta.set_conf_state(&cs);
             meta.set_snapshot(&snap);
@@ -279,7 +269,6 @@ mod tests {
         assert_eq!(meta.conf_state().unwrap(), Some(cs));
         assert_eq!(meta.snapshot().unwrap(), Some(snap));
         assert_eq!(meta.node_id().unwrap(), Some(2));
-        assert_eq!(meta.cluster_id().unwrap(), Some(0xfeed));
     }
 
     #[test]

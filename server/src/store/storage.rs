@@ -402,12 +402,6 @@ impl DurableStorage {
         Ok(())
     }
 
-    /// Records the conf state after a conf change is applied. Durable on return.
-    pub fn set_conf_state(&self, conf_state: ConfState) {
-        self.shared.meta.set_conf_state(&conf_state);
-        self.core.write().conf_state = conf_state;
-    }
-
     /// Writes a snapshot of the state machine at the applied `index`: `conf_state` is the
     /// configuration as of that index, `write_payload` serializes the state. Durable on
     /// return; then [`raft::Storage::snapshot`] serves it. Doesn't hold the cache's lock
@@ -479,21 +473,24 @@ impl DurableStorage {
         Ok(())
     }
 
-    /// The newest hard state raft gave, durable or not yet.
-    pub fn hard_state(&self) -> HardState {
-        self.core.read().hard_state.clone()
-    }
-
     pub fn conf_state(&self) -> ConfState {
         self.core.read().conf_state.clone()
     }
 
-    /// The snapshot file at `index`, read and verified (what the transport streams).
+    /// The snapshot file at `index`, read and verified.
+    #[cfg(test)]
     pub fn load_snapshot(&self, index: u64) -> Result<Option<LoadedSnapshot>, StoreError> {
         Ok(self.shared.snapshots.load_index(index)?)
     }
 
-    /// The meta database, for the cluster id.
+    /// Records a conf state (conf changes are not applied yet: the ensemble is static).
+    #[cfg(test)]
+    pub fn set_conf_state(&self, conf_state: ConfState) {
+        self.shared.meta.set_conf_state(&conf_state);
+        self.core.write().conf_state = conf_state;
+    }
+
+    #[cfg(test)]
     pub fn meta(&self) -> &Meta {
         &self.shared.meta
     }

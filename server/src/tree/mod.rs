@@ -36,8 +36,8 @@ use imbl::{OrdMap, OrdSet};
 use paddock_wire::path::{basename, parent};
 use paddock_wire::Acl;
 
-pub use node::{Node, NodeKind, StatPersisted, CONTAINER_EPHEMERAL_OWNER, MAX_TTL_MS};
-pub use write::{Applied, CreateKind, CreateSpec, TxnContext, WatchTrigger};
+pub use node::{Node, NodeKind, StatPersisted};
+pub use write::{TxnContext, WatchTrigger};
 
 /// The nodes ZooKeeper itself owns; they cannot be deleted (`DataTree.isSpecialPath`).
 const SPECIAL_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"];

@@ -25,9 +25,9 @@ use std::sync::Arc;
 
 use raft::prelude::Entry;
 
-pub use disk::{Disk, DiskFile, OsDisk};
+pub use disk::{Disk, OsDisk};
 pub use segment::{Damage, HeaderError};
-pub use stats::{LogStats, LogStatsSnapshot};
+pub use stats::LogStats;
 pub use writer::{AppendBatch, Durable, LogWriter, OnDurable};
 
 /// A point in the log: an entry's index and term.
