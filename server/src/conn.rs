@@ -34,7 +34,7 @@ use crate::outbox::{self, OutboxRx, OutboxTx};
 use crate::query::Outcome;
 use crate::server::{ConnId, Db, Outbound, Reattach, Shared, WriteSlot};
 use crate::session::Caller;
-use crate::wait::Applied;
+use crate::wait::Completion;
 
 /// Requests one connection may have in flight before the server stops reading it.
 const MAX_OUTSTANDING_PER_CONN: usize = 1000;
@@ -148,14 +148,14 @@ enum Pending {
     Write {
         xid: i32,
         op: OpCode,
-        rx: oneshot::Receiver<Applied>,
+        rx: oneshot::Receiver<Completion>,
         arrived: Instant,
     },
     /// A `sync`: answered with its path once the barrier holds.
     Sync {
         xid: i32,
         path: String,
-        rx: oneshot::Receiver<Applied>,
+        rx: oneshot::Receiver<Completion>,
         arrived: Instant,
     },
     /// A read (or other local request) behind a pending write of this session.
@@ -642,12 +642,12 @@ impl Conn {
 
 /// Resolves when the write at the head of the queue has been applied; pends forever
 /// when the head is not a write (the select loop then waits on the other branches).
-async fn head_write(queue: &mut VecDeque<Pending>) -> Applied {
+async fn head_write(queue: &mut VecDeque<Pending>) -> Completion {
     match queue.front_mut() {
         Some(Pending::Write { rx, .. } | Pending::Sync { rx, .. }) => match rx.await {
             Ok(applied) => applied,
             // The waiter was dropped without an answer: the write's fate is unknown.
-            Err(_) => Applied {
+            Err(_) => Completion {
                 zxid: 0,
                 result: Err(ErrorCode::ConnectionLoss),
             },

@@ -23,7 +23,7 @@ use crate::query;
 use crate::session::{passwd_matches, Caller, SessionTable};
 use crate::tree::DataTree;
 use crate::txn::{Txn, TxnKind};
-use crate::wait::{Applied, WaitRegistry};
+use crate::wait::{Completion, WaitRegistry};
 use crate::watch::WatchRegistry;
 
 /// Why a client could not reattach to its session.
@@ -275,12 +275,12 @@ impl Shared {
 
     /// A `sync` barrier: resolves once this server has applied every write committed
     /// before the call (a raft ReadIndex).
-    pub fn sync_barrier(&self) -> oneshot::Receiver<Applied> {
+    pub fn sync_barrier(&self) -> oneshot::Receiver<Completion> {
         let (origin, rx) = self.waits.register();
         if self.proposer.read_index(origin.request).is_err() {
             self.waits.complete(
                 origin,
-                Applied {
+                Completion {
                     zxid: 0,
                     result: Err(ErrorCode::ConnectionLoss),
                 },
@@ -298,7 +298,7 @@ impl Shared {
         slot: WriteSlot,
         caller: &Caller,
         request: Request,
-    ) -> oneshot::Receiver<Applied> {
+    ) -> oneshot::Receiver<Completion> {
         let kind = match request {
             Request::CloseSession => TxnKind::CloseSession,
             request => TxnKind::Client(request),
@@ -312,7 +312,7 @@ impl Shared {
         slot: WriteSlot,
         caller: &Caller,
         kind: TxnKind,
-    ) -> Result<Applied, ErrorCode> {
+    ) -> Result<Completion, ErrorCode> {
         self.propose_kind(session_id, 0, slot, caller, kind)
             .await
             .map_err(|_| ErrorCode::ConnectionLoss)
@@ -325,7 +325,7 @@ impl Shared {
         slot: WriteSlot,
         caller: &Caller,
         kind: TxnKind,
-    ) -> oneshot::Receiver<Applied> {
+    ) -> oneshot::Receiver<Completion> {
         let (origin, rx) = self.waits.register();
         let txn = Txn {
             origin,
@@ -340,7 +340,7 @@ impl Shared {
         if self.proposer.propose(txn.encode()).is_err() {
             self.waits.complete(
                 origin,
-                Applied {
+                Completion {
                     zxid: 0,
                     result: Err(ErrorCode::ConnectionLoss),
                 },

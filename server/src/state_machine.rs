@@ -23,7 +23,7 @@ use crate::server::{ConnId, Outbound, Shared};
 use crate::store::snapshot::{LoadedSnapshot, SnapshotDir};
 use crate::tree::WatchTrigger;
 use crate::txn::Txn;
-use crate::wait::Applied;
+use crate::wait::Completion;
 use crate::watch::{Change, WatchRegistry};
 
 pub struct StateMachine {
@@ -128,7 +128,7 @@ impl Applier for StateMachine {
             }
             shared.waits.complete(
                 txn.origin,
-                Applied {
+                Completion {
                     zxid,
                     result: outcome.result,
                 },
@@ -193,7 +193,7 @@ impl Applier for StateMachine {
         };
         shared.waits.complete(
             origin,
-            Applied {
+            Completion {
                 zxid,
                 result: Ok(Response::Empty),
             },

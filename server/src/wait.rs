@@ -13,7 +13,7 @@ use crate::txn::Origin;
 
 /// What a write came to: the zxid it was applied at, and its reply.
 #[derive(Debug)]
-pub struct Applied {
+pub struct Completion {
     pub zxid: i64,
     pub result: Result<Response, ErrorCode>,
 }
@@ -23,7 +23,7 @@ pub struct WaitRegistry {
     /// Unique across this server's incarnations, so that a commit or a read-index
     /// confirmation meant for a request of an earlier incarnation completes nothing.
     next: UniqueIds,
-    waiting: Mutex<HashMap<u64, (Instant, oneshot::Sender<Applied>)>>,
+    waiting: Mutex<HashMap<u64, (Instant, oneshot::Sender<Completion>)>>,
 }
 
 impl WaitRegistry {
@@ -36,7 +36,7 @@ impl WaitRegistry {
     }
 
     /// A fresh origin for a txn this server proposes, and the receiver of its result.
-    pub fn register(&self) -> (Origin, oneshot::Receiver<Applied>) {
+    pub fn register(&self) -> (Origin, oneshot::Receiver<Completion>) {
         let request = self.next.next();
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().insert(request, (Instant::now(), tx));
@@ -51,7 +51,7 @@ impl WaitRegistry {
 
     /// Hands a result to its waiter, if this server proposed the txn and the waiter is
     /// still there (a closed connection drops its receivers).
-    pub fn complete(&self, origin: Origin, applied: Applied) {
+    pub fn complete(&self, origin: Origin, applied: Completion) {
         if origin.server != self.server {
             return;
         }
@@ -74,7 +74,7 @@ impl WaitRegistry {
             .collect();
         for request in &stale {
             if let Some((_, tx)) = waiting.remove(request) {
-                let _ = tx.send(Applied {
+                let _ = tx.send(Completion {
                     zxid: 0,
                     result: Err(ErrorCode::ConnectionLoss),
                 });

@@ -151,10 +151,10 @@ pub struct Opened {
 #[derive(Clone)]
 pub struct DurableStorage {
     core: Arc<RwLock<Core>>,
-    shared: Arc<Shared>,
+    files: Arc<Files>,
 }
 
-struct Shared {
+struct Files {
     /// Held for as long as any handle lives: no other process opens this dataDir.
     _lock: DataDirLock,
     /// [`StoreConfig::purge_after_snapshot`].
@@ -309,7 +309,7 @@ impl DurableStorage {
             raft_state,
             storage: DurableStorage {
                 core: Arc::new(RwLock::new(core)),
-                shared: Arc::new(Shared {
+                files: Arc::new(Files {
                     purge_after_snapshot: config.purge_after_snapshot,
                     _lock: lock,
                     writer,
@@ -353,7 +353,7 @@ impl DurableStorage {
             core.hard_state = hs.clone();
         }
         // Queued under the lock, so the writer sees appends in the cache's order.
-        self.shared.writer.submit(AppendBatch {
+        self.files.writer.submit(AppendBatch {
             entries,
             hard_state,
             ready_number,
@@ -374,16 +374,16 @@ impl DurableStorage {
         }
         if snapshot.data.is_empty() {
             // Streamed: the file arrived and was verified before raft saw the message.
-            if self.shared.snapshots.load_index(index)?.is_none() {
+            if self.files.snapshots.load_index(index)?.is_none() {
                 return Err(StoreError::SnapshotMissing { index });
             }
         } else {
-            self.shared
+            self.files
                 .snapshots
                 .create(metadata, |w| w.write_all(&snapshot.data))?;
         }
-        self.shared.meta.set_snapshot(metadata);
-        self.shared.meta.set_conf_state(metadata.get_conf_state());
+        self.files.meta.set_snapshot(metadata);
+        self.files.meta.set_conf_state(metadata.get_conf_state());
         let after = Position {
             index,
             term: metadata.term,
@@ -396,7 +396,7 @@ impl DurableStorage {
             core.snapshot = metadata.clone();
             core.hard_state.term = core.hard_state.term.max(after.term);
             core.hard_state.commit = core.hard_state.commit.max(index);
-            self.shared.writer.reset(after);
+            self.files.writer.reset(after);
         }
         self.purge_after_snapshot();
         Ok(())
@@ -420,8 +420,8 @@ impl DurableStorage {
             ..Default::default()
         };
         tracing::info!("writing a snapshot at index {index}");
-        self.shared.snapshots.create(&metadata, write_payload)?;
-        self.shared.meta.set_snapshot(&metadata);
+        self.files.snapshots.create(&metadata, write_payload)?;
+        self.files.meta.set_snapshot(&metadata);
         {
             let mut core = self.core.write();
             if metadata.index > core.snapshot.index {
@@ -435,7 +435,7 @@ impl DurableStorage {
     /// Purges right after a new snapshot, when autopurge is on. A failure leaves extra
     /// files, not a wrong state: it is logged, and the next purge tries again.
     fn purge_after_snapshot(&self) {
-        if let Some(retain) = self.shared.purge_after_snapshot {
+        if let Some(retain) = self.files.purge_after_snapshot {
             if let Err(e) = self.purge(retain) {
                 tracing::warn!("purging old snapshots and logs: {e}");
             }
@@ -466,9 +466,9 @@ impl DurableStorage {
     /// segments wholly behind the oldest of them, so any kept snapshot can still be
     /// recovered from with the log after it.
     pub fn purge(&self, retain: usize) -> Result<(), StoreError> {
-        let kept = self.shared.snapshots.purge(retain)?;
+        let kept = self.files.snapshots.purge(retain)?;
         if let Some(oldest) = kept.first() {
-            self.shared.writer.purge(oldest.index);
+            self.files.writer.purge(oldest.index);
         }
         Ok(())
     }
@@ -480,24 +480,24 @@ impl DurableStorage {
     /// The snapshot file at `index`, read and verified.
     #[cfg(test)]
     pub fn load_snapshot(&self, index: u64) -> Result<Option<LoadedSnapshot>, StoreError> {
-        Ok(self.shared.snapshots.load_index(index)?)
+        Ok(self.files.snapshots.load_index(index)?)
     }
 
     /// Records a conf state (conf changes are not applied yet: the ensemble is static).
     #[cfg(test)]
     pub fn set_conf_state(&self, conf_state: ConfState) {
-        self.shared.meta.set_conf_state(&conf_state);
+        self.files.meta.set_conf_state(&conf_state);
         self.core.write().conf_state = conf_state;
     }
 
     #[cfg(test)]
     pub fn meta(&self) -> &Meta {
-        &self.shared.meta
+        &self.files.meta
     }
 
     /// The log writer's counters, for `mntr`.
     pub fn log_stats(&self) -> &Arc<LogStats> {
-        self.shared.writer.stats()
+        self.files.writer.stats()
     }
 }
 
