@@ -8,6 +8,7 @@ mod logger;
 mod lost_data;
 mod node;
 mod recovery;
+mod replica;
 pub mod transport;
 
 pub use node::{

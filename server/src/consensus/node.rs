@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use raft::prelude::{Entry, EntryType, Message, MessageType, Snapshot};
+use raft::prelude::{Entry, EntryType, Message, Snapshot};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
 use crate::fatal::fatal;
@@ -21,8 +21,8 @@ use crate::store::DurableStorage;
 
 use super::contact::QuorumContact;
 use super::logger::raft_logger;
-use super::lost_data;
-use super::recovery::{RaftStateOnDisk, VoteGuard, RECOVERY_READ};
+use super::recovery::{RaftStateOnDisk, VoteGuard};
+use super::replica::Replica;
 use super::transport::Transport;
 
 /// What the loop hands committed entries and confirmed reads to: the state machine.
@@ -273,7 +273,11 @@ impl Consensus {
         let observer = config.learners.contains(&config.id);
         let mut raft_loop = RaftLoop {
             stop: stop.clone(),
-            node,
+            replica: Replica::new(
+                node,
+                VoteGuard::new(config.id, config.voters.clone(), config.raft_state),
+                QuorumContact::new(config.id, config.voters.clone()),
+            ),
             inputs: proposals.rx,
             applier,
             tick: config.tick,
@@ -287,8 +291,6 @@ impl Consensus {
             unsent: VecDeque::new(),
             snapshot_ready: None,
             snapshots: SnapshotPolicy::new(config.snap_count, config.applied),
-            contact: QuorumContact::new(config.id, config.voters.clone()),
-            guard: VoteGuard::new(config.id, config.voters.clone(), config.raft_state),
             has_state: config.has_state.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -324,7 +326,9 @@ struct RaftLoop<A: Applier> {
     /// Set at shutdown. The applier holds the server state, which holds a Proposer, so
     /// the input channel alone never disconnects.
     stop: Arc<AtomicBool>,
-    node: RawNode<DurableStorage>,
+    /// raft-rs's node with the vote guard, the quorum contact and the wiped-follower
+    /// repair around it.
+    replica: Replica<DurableStorage>,
     storage: DurableStorage,
     /// For the background snapshot writer's report.
     proposer: Proposer,
@@ -345,10 +349,6 @@ struct RaftLoop<A: Applier> {
     applied: u64,
     /// Confirmed read-index requests waiting for `applied` to reach their index.
     pending_reads: Vec<(u64, u64)>,
-    /// On the leader: which voters answered lately.
-    contact: QuorumContact,
-    /// No votes or campaigns while rejoining after a loss of raft state.
-    guard: VoteGuard,
     has_state: Arc<AtomicBool>,
 }
 
@@ -441,16 +441,7 @@ impl<A: Applier> RaftLoop<A> {
             }
             let now = Instant::now();
             if now >= next_tick {
-                // A follower's tick only drives its election timer: one that lost its
-                // raft state must not campaign until it has caught up.
-                self.guard.check_caught_up(&self.node);
-                if !self.guard.recovering() {
-                    self.node.tick();
-                } else if self.guard.wants_read_index() && self.node.raft.leader_id != 0 {
-                    // The leader answers once it has committed in its term: the index
-                    // it returns is one this server must hold before it votes.
-                    self.node.read_index(RECOVERY_READ.to_vec());
-                }
+                self.replica.tick();
                 // One tick however late: after a pause (SIGSTOP, a stalled VM) a burst
                 // of catch-up ticks would fire elections and timeouts at once.
                 next_tick = (next_tick + self.tick).max(now);
@@ -462,39 +453,17 @@ impl<A: Applier> RaftLoop<A> {
 
     fn handle(&mut self, input: Input) {
         let result = match input {
-            Input::Propose(data) => self.node.propose(vec![], data),
-            Input::Peer(mut message) => {
-                if !self.guard.admits(&message) {
-                    tracing::debug!(
-                        "not voting for {} at term {}: rejoining after a loss of raft state",
-                        message.from,
-                        message.term
-                    );
-                    return;
+            Input::Propose(data) => self.replica.node.propose(vec![], data),
+            Input::Peer(message) => match self.replica.step(message, Instant::now()) {
+                Ok(replies) => {
+                    self.send(replies);
+                    Ok(())
                 }
-                if matches!(
-                    message.get_msg_type(),
-                    MessageType::MsgAppendResponse | MessageType::MsgHeartbeatResponse
-                ) && message.term == self.node.raft.term
-                {
-                    self.contact.heard_from(message.from, Instant::now());
-                }
-                // A wiped follower, and its leader (see `lost_data`).
-                let lost = lost_data::clamp(&self.node, &mut message);
-                if lost_data::is_lost_data_reply(&message) {
-                    self.peer_lost_data(message.from, message.reject_hint);
-                    return;
-                }
-                let (leader, term) = (message.from, message.term);
-                let stepped = self.node.step(message);
-                if let Some(claimed) = lost {
-                    self.request_snapshot(leader, term, claimed);
-                }
-                stepped
-            }
+                Err(e) => Err(e),
+            },
             Input::ReadIndex(request) => {
-                self.node
-                    .read_index(read_context(self.node.raft.id, request).to_vec());
+                self.replica.node
+                    .read_index(read_context(self.replica.node.raft.id, request).to_vec());
                 Ok(())
             }
             Input::Persisted(number) => {
@@ -502,7 +471,7 @@ impl<A: Applier> RaftLoop<A> {
                 Ok(())
             }
             Input::Hello { from, has_state } => {
-                self.guard.peer_hello(from, has_state);
+                self.replica.peer_hello(from, has_state);
                 Ok(())
             }
             Input::SnapshotReport { to, ok } => {
@@ -511,7 +480,7 @@ impl<A: Applier> RaftLoop<A> {
                 } else {
                     SnapshotStatus::Failure
                 };
-                self.node.report_snapshot(to, status);
+                self.replica.node.report_snapshot(to, status);
                 Ok(())
             }
             Input::SnapshotWritten(index) => {
@@ -537,20 +506,20 @@ impl<A: Applier> RaftLoop<A> {
 
     /// Handles one `Ready` in raft-rs's documented order for asynchronous persistence.
     fn on_ready(&mut self) {
-        if !self.node.has_ready() {
+        if !self.replica.node.has_ready() {
             return;
         }
-        let mut ready = self.node.ready();
+        let mut ready = self.replica.node.ready();
         if let Some(ss) = ready.ss() {
             let role = Role::of(ss.raft_state, self.observer);
             if ss.raft_state == StateRole::Leader {
-                self.contact.elected(Instant::now());
+                self.replica.elected(Instant::now());
             }
             if role != self.status.role() {
                 tracing::info!(
                     "server {} is now {role:?} at term {} (leader: {})",
-                    self.node.raft.id,
-                    self.node.raft.term,
+                    self.replica.node.raft.id,
+                    self.replica.node.raft.term,
                     ss.leader_id
                 );
             }
@@ -558,7 +527,7 @@ impl<A: Applier> RaftLoop<A> {
             self.status.leader.store(ss.leader_id, Ordering::Release);
             self.status
                 .term
-                .store(self.node.raft.term, Ordering::Release);
+                .store(self.replica.node.raft.term, Ordering::Release);
         }
         // A leader's messages may go out before its own entries are durable.
         self.send(ready.take_messages());
@@ -579,8 +548,7 @@ impl<A: Applier> RaftLoop<A> {
         // raft-rs hands out only entries that are committed and durable here.
         self.apply(ready.take_committed_entries());
         for state in ready.take_read_states() {
-            if state.request_ctx == RECOVERY_READ {
-                self.guard.read_confirmed(state.index);
+            if self.replica.take_recovery_read(&state.request_ctx, state.index) {
                 continue;
             }
             self.confirm_read(state.index, &state.request_ctx);
@@ -598,19 +566,19 @@ impl<A: Applier> RaftLoop<A> {
         // Must not send votes or append acks before the fsync that covers them.
         self.unsent
             .push_back((ready.number(), ready.take_persisted_messages()));
-        self.node.advance_append_async(ready);
+        self.replica.node.advance_append_async(ready);
         if self.snapshot_ready.is_none() {
-            self.node.advance_apply();
+            self.replica.node.advance_apply();
         }
         self.maybe_snapshot();
     }
 
     /// The log writer made every `Ready` up to `number` durable.
     fn on_persisted(&mut self, number: u64) {
-        self.node.on_persist_ready(number);
+        self.replica.node.on_persist_ready(number);
         if self.snapshot_ready.is_some_and(|n| n <= number) {
             self.snapshot_ready = None;
-            self.node.advance_apply();
+            self.replica.node.advance_apply();
         }
         while self.unsent.front().is_some_and(|(n, _)| *n <= number) {
             if let Some((_, messages)) = self.unsent.pop_front() {
@@ -683,7 +651,7 @@ impl<A: Applier> RaftLoop<A> {
     }
 
     fn confirm_read(&mut self, index: u64, ctx: &[u8]) {
-        let Some(request) = request_of_read_context(self.node.raft.id, ctx) else {
+        let Some(request) = request_of_read_context(self.replica.node.raft.id, ctx) else {
             return;
         };
         if index <= self.applied {
@@ -693,48 +661,22 @@ impl<A: Applier> RaftLoop<A> {
         }
     }
 
-    /// Tells the leader that this server lacks entries it believes this server has, so
-    /// that it probes this server from its real end and sends the log or, where that is
-    /// compacted, a snapshot. (raft-rs's own `request_snapshot` needs a log entry of the
-    /// current term, which a wiped server lacks, and raft-rs never lowers a follower's
-    /// `matched` by itself.)
-    fn request_snapshot(&mut self, leader: u64, term: u64, claimed: u64) {
-        let rejection = lost_data::lost_data_reply(&self.node, leader, term, claimed);
-        tracing::warn!(
-            "the leader believes this server has entries up to {claimed}, but its log ends at \
-             {} (was its data wiped?): asking to be caught up",
-            rejection.reject_hint
-        );
-        self.send(vec![rejection]);
-    }
-
-    /// On the leader: `peer` reports that its log ends at `last`, below what the leader
-    /// recorded for it. Its progress restarts from there.
-    fn peer_lost_data(&mut self, peer: u64, last: u64) {
-        if let Some(recorded) = lost_data::restart_progress(&mut self.node, peer, last) {
-            tracing::warn!(
-                "server {peer} lost its log after index {last} (recorded: {recorded}); catching \
-                 it up again"
-            );
-        }
-    }
-
     /// On the leader, how many peers follow and how many have caught up.
     fn publish_progress(&mut self) {
-        if self.node.raft.state != StateRole::Leader {
+        if self.replica.node.raft.state != StateRole::Leader {
             self.status.followers.store(0, Ordering::Release);
             self.status.synced_followers.store(0, Ordering::Release);
             self.status.leader_contact.clear();
             return;
         }
-        match self.contact.since(Instant::now()) {
+        match self.replica.quorum_contact(Instant::now()) {
             Some(at) => self.status.leader_contact.store(at),
             None => self.status.leader_contact.clear(),
         }
-        let me = self.node.raft.id;
-        let last = self.node.raft.raft_log.last_index();
+        let me = self.replica.node.raft.id;
+        let last = self.replica.node.raft.raft_log.last_index();
         let (mut followers, mut synced) = (0, 0);
-        for (id, progress) in self.node.raft.prs().iter() {
+        for (id, progress) in self.replica.node.raft.prs().iter() {
             if *id == me {
                 continue;
             }
