@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 use tokio_util::codec::Decoder;
 
 use crate::acl;
+use crate::conn_stats::ConnStats;
 use crate::fourlw;
 use crate::outbox::{self, OutboxRx, OutboxTx};
 use crate::query::Outcome;
@@ -75,6 +76,10 @@ pub enum ConnError {
 
 pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let conn_id = shared.conns.next_id();
+    let stats = shared
+        .metrics
+        .connections
+        .open(conn_id, peer, shared.started);
     let (rx_half, tx_half) = stream.into_split();
     let mut conn = Conn {
         id: conn_id,
@@ -90,6 +95,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         queue: VecDeque::new(),
         closing: None,
         stall_limit: shared.settings.min_session_timeout,
+        stats,
     };
     let result = conn.run().await;
     match &result {
@@ -102,6 +108,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         }
         Err(e) => tracing::info!(%peer, "closing connection: {e}"),
     }
+    shared.metrics.connections.close(conn_id);
     shared.connection_closed(conn_id, conn.session_id);
 }
 
@@ -125,6 +132,8 @@ struct Conn {
     /// How long a write may take no bytes before the connection is closed: the
     /// session timeout, since the session's pings are not read meanwhile either.
     stall_limit: Duration,
+    /// What `cons` shows of this connection.
+    stats: Arc<ConnStats>,
 }
 
 /// A request whose reply has not been written yet, in arrival order.
@@ -171,6 +180,7 @@ impl Conn {
             .await
             .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
         if let Some(command) = fourlw::parse(&first) {
+            self.stats.received();
             let text = fourlw::run(command, &self.shared);
             self.writer.write_all(text.as_bytes()).await?;
             self.writer.shutdown().await?;
@@ -179,6 +189,7 @@ impl Conn {
         let connect = tokio::time::timeout(handshake_timeout, self.read_frame())
             .await
             .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
+        self.stats.received();
         self.wait_until_ready(handshake_timeout).await?;
         let request = ConnectRequest::decode(&mut paddock_wire::Reader::new(connect))?;
         let (outbound_tx, outbound_rx) = outbox::channel(self.shared.settings.max_client_outgoing);
@@ -284,6 +295,12 @@ impl Conn {
             return Err(ConnError::Refused("session expired or wrong password"));
         }
         self.session_id = response.session_id;
+        self.stats.sent();
+        self.stats.established(
+            self.session_id,
+            response.timeout,
+            crate::server::now_millis(),
+        );
         self.stall_limit = Duration::from_millis(u64::try_from(response.timeout).unwrap_or(0));
         self.shared.conns.attach(self.id, self.session_id, outbound);
         Ok(())
@@ -297,6 +314,7 @@ impl Conn {
             // anything more is read, so a client that does not read stops being read.
             self.run_ready_locals(&mut outbound)?;
             self.take_frames(&mut outbound)?;
+            self.stats.queued(self.queue.len());
             self.flush(Some(&outbound)).await?;
             if let Some(reason) = self.closing {
                 return Err(ConnError::Refused(reason));
@@ -317,7 +335,7 @@ impl Conn {
                     self.drain_notifications(&mut outbound)?;
                     match self.queue.pop_front() {
                         Some(Pending::Write { xid, op, arrived, .. }) => {
-                            self.push_applied(xid, arrived, applied.zxid, applied.result)?;
+                            self.push_applied(xid, op, arrived, applied.zxid, applied.result)?;
                             if op == OpCode::CloseSession {
                                 self.flush(Some(&outbound)).await?;
                                 return Ok(());
@@ -325,7 +343,7 @@ impl Conn {
                         }
                         Some(Pending::Sync { xid, path, arrived, .. }) => {
                             let result = applied.result.map(|_| Response::Sync { path });
-                            self.push_applied(xid, arrived, applied.zxid, result)?;
+                            self.push_applied(xid, OpCode::Sync, arrived, applied.zxid, result)?;
                         }
                         _ => {}
                     }
@@ -366,6 +384,7 @@ impl Conn {
 
     fn on_frame(&mut self, frame: Bytes, outbound: &mut OutboxRx) -> Result<(), ConnError> {
         self.shared.metrics.packet_received();
+        self.stats.received();
         self.shared.touch_session(self.session_id);
         let mut r = paddock_wire::Reader::new(frame);
         let header = RequestHeader::decode(&mut r)?;
@@ -447,12 +466,13 @@ impl Conn {
             // machine queues a txn's notifications under the write lock, so every
             // event of what this view shows is in the channel by now.
             self.drain_notifications(outbound)?;
+            let op = request.op_code();
             let outcome = self.run_local(&db, request);
             drop(db);
             for event in &outcome.events {
                 self.push_notification(outcome.zxid, event)?;
             }
-            self.push_applied(xid, arrived, outcome.zxid, outcome.result)?;
+            self.push_applied(xid, op, arrived, outcome.zxid, outcome.result)?;
         }
         Ok(())
     }
@@ -543,13 +563,20 @@ impl Conn {
     fn push_applied(
         &mut self,
         xid: i32,
+        op: OpCode,
         arrived: Instant,
         zxid: i64,
         result: Result<Response, ErrorCode>,
     ) -> Result<(), ConnError> {
         self.shared.metrics.packet_sent();
+        self.stats.sent();
         let millis = u64::try_from(arrived.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.shared.metrics.request_latency(millis);
+        // Authentication is answered before ZooKeeper's request pipeline, which is
+        // what keeps these.
+        if !matches!(op, OpCode::Auth | OpCode::Sasl) {
+            self.stats.response(xid, zxid, op, millis);
+        }
         let (err, body) = match result {
             Ok(body) => (ErrorCode::Ok, Some(body)),
             Err(code) => (code, None),

@@ -56,6 +56,7 @@ impl Applier for StateMachine {
             };
             let (result, triggers) = apply_txn(shared, &mut db, &txn, zxid);
             db.last_zxid = zxid;
+            shared.metrics.applied_digest(zxid, db.tree.digest());
             fan_out(shared, &mut watches, zxid, triggers);
             shared.waits.complete(txn.origin, Applied { zxid, result });
         }
