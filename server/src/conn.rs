@@ -391,8 +391,13 @@ impl Conn {
         let request = match OpCode::try_from(header.op) {
             Ok(op) => Request::decode(op, &mut r)?,
             Err(_) => {
-                // ZooKeeper answers an unknown op with an error, not a disconnect.
-                self.push_error(header.xid, ErrorCode::Unimplemented)?;
+                // ZooKeeper answers an unknown op with an error, not a disconnect; in
+                // its turn, like every reply.
+                self.queue.push_back(Pending::Rejected {
+                    xid: header.xid,
+                    code: ErrorCode::Unimplemented,
+                });
+                self.run_ready_locals(outbound)?;
                 return Ok(());
             }
         };
@@ -455,7 +460,14 @@ impl Conn {
                     arrived,
                 }) => (xid, request, arrived),
                 Some(Pending::Rejected { xid, code }) => {
-                    self.push_error(xid, code)?;
+                    let shared = self.shared.clone();
+                    let db = shared.db.read();
+                    // As for a read: the events of what the reply's zxid covers go
+                    // first.
+                    self.drain_notifications(outbound)?;
+                    let zxid = db.last_zxid;
+                    drop(db);
+                    self.push_error(xid, zxid, code)?;
                     continue;
                 }
                 _ => break,
@@ -591,15 +603,15 @@ impl Conn {
         if let Err(FrameError::TooLarge { len, .. }) = written {
             // A reply no frame can carry: answer with an error instead.
             tracing::warn!(xid, len, "reply exceeds the largest frame");
-            self.push_error(xid, ErrorCode::MarshallingError)?;
+            self.push_error(xid, zxid, ErrorCode::MarshallingError)?;
         }
         Ok(())
     }
 
-    fn push_error(&mut self, xid: i32, code: ErrorCode) -> Result<(), ConnError> {
+    fn push_error(&mut self, xid: i32, zxid: i64, code: ErrorCode) -> Result<(), ConnError> {
         let header = ReplyHeader {
             xid,
-            zxid: self.shared.last_zxid(),
+            zxid,
             err: code,
         };
         write_frame(&mut self.out, self.codec.max_frame(), |b| header.encode(b))?;
