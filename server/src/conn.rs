@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 use tokio_util::codec::Decoder;
 
 use crate::acl;
+use crate::conn_stats::ConnStats;
 use crate::fourlw;
 use crate::monotonic::AtomicInstant;
 use crate::outbox::{self, OutboxRx, OutboxTx};
@@ -83,6 +84,10 @@ pub enum ConnError {
 
 pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let conn_id = shared.conns.next_id();
+    let stats = shared
+        .metrics
+        .connections
+        .open(conn_id, peer, shared.started);
     let (rx_half, tx_half) = stream.into_split();
     let mut conn = Conn {
         id: conn_id,
@@ -100,6 +105,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         queue: VecDeque::new(),
         closing: None,
         stall_limit: shared.settings.min_session_timeout,
+        stats,
     };
     let result = conn.run().await;
     match &result {
@@ -112,6 +118,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         }
         Err(e) => tracing::info!(%peer, "closing connection: {e}"),
     }
+    shared.metrics.connections.close(conn_id);
     shared.connection_closed(conn_id, conn.session_id);
 }
 
@@ -140,6 +147,8 @@ struct Conn {
     /// How long a write may take no bytes before the connection is closed: the
     /// session timeout, since the session's pings are not read meanwhile either.
     stall_limit: Duration,
+    /// What `cons` shows of this connection.
+    stats: Arc<ConnStats>,
 }
 
 /// A request whose reply has not been written yet, in arrival order.
@@ -186,6 +195,7 @@ impl Conn {
             .await
             .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
         if let Some(command) = fourlw::parse(&first) {
+            self.stats.received();
             let text = fourlw::run(command, &self.shared);
             self.writer.write_all(text.as_bytes()).await?;
             self.writer.shutdown().await?;
@@ -194,6 +204,7 @@ impl Conn {
         let connect = tokio::time::timeout(handshake_timeout, self.read_frame())
             .await
             .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
+        self.stats.received();
         self.wait_until_ready(handshake_timeout).await?;
         let request = ConnectRequest::decode(&mut paddock_wire::Reader::new(connect))?;
         let (outbound_tx, outbound_rx) = outbox::channel(self.shared.settings.max_client_outgoing);
@@ -303,6 +314,12 @@ impl Conn {
             return Err(ConnError::Refused("session expired or wrong password"));
         }
         self.session_id = response.session_id;
+        self.stats.sent();
+        self.stats.established(
+            self.session_id,
+            response.timeout,
+            crate::server::now_millis(),
+        );
         self.stall_limit = Duration::from_millis(u64::try_from(response.timeout).unwrap_or(0));
         self.heard.store(Instant::now());
         self.shared
@@ -319,6 +336,7 @@ impl Conn {
             // anything more is read, so a client that does not read stops being read.
             self.run_ready_locals(&mut outbound)?;
             self.take_frames(&mut outbound)?;
+            self.stats.queued(self.queue.len());
             self.flush(Some(&outbound)).await?;
             if let Some(reason) = self.closing {
                 return Err(ConnError::Refused(reason));
@@ -343,7 +361,7 @@ impl Conn {
                     self.drain_notifications(&mut outbound)?;
                     match self.queue.pop_front() {
                         Some(Pending::Write { xid, op, arrived, .. }) => {
-                            self.push_applied(xid, arrived, applied.zxid, applied.result)?;
+                            self.push_applied(xid, op, arrived, applied.zxid, applied.result)?;
                             if op == OpCode::CloseSession {
                                 self.flush(Some(&outbound)).await?;
                                 return Ok(());
@@ -351,7 +369,7 @@ impl Conn {
                         }
                         Some(Pending::Sync { xid, path, arrived, .. }) => {
                             let result = applied.result.map(|_| Response::Sync { path });
-                            self.push_applied(xid, arrived, applied.zxid, result)?;
+                            self.push_applied(xid, OpCode::Sync, arrived, applied.zxid, result)?;
                         }
                         _ => {}
                     }
@@ -392,14 +410,20 @@ impl Conn {
 
     fn on_frame(&mut self, frame: Bytes, outbound: &mut OutboxRx) -> Result<(), ConnError> {
         self.shared.metrics.packet_received();
+        self.stats.received();
         self.heard.store(Instant::now());
         let mut r = paddock_wire::Reader::new(frame);
         let header = RequestHeader::decode(&mut r)?;
         let request = match OpCode::try_from(header.op) {
             Ok(op) => Request::decode(op, &mut r)?,
             Err(_) => {
-                // ZooKeeper answers an unknown op with an error, not a disconnect.
-                self.push_error(header.xid, ErrorCode::Unimplemented)?;
+                // ZooKeeper answers an unknown op with an error, not a disconnect; in
+                // its turn, like every reply.
+                self.queue.push_back(Pending::Rejected {
+                    xid: header.xid,
+                    code: ErrorCode::Unimplemented,
+                });
+                self.run_ready_locals(outbound)?;
                 return Ok(());
             }
         };
@@ -468,7 +492,14 @@ impl Conn {
                     arrived,
                 }) => (xid, request, arrived),
                 Some(Pending::Rejected { xid, code }) => {
-                    self.push_error(xid, code)?;
+                    let shared = self.shared.clone();
+                    let db = shared.db.read();
+                    // As for a read: the events of what the reply's zxid covers go
+                    // first.
+                    self.drain_notifications(outbound)?;
+                    let zxid = db.last_zxid;
+                    drop(db);
+                    self.push_error(xid, zxid, code)?;
                     continue;
                 }
                 _ => break,
@@ -479,12 +510,13 @@ impl Conn {
             // machine queues a txn's notifications under the write lock, so every
             // event of what this view shows is in the channel by now.
             self.drain_notifications(outbound)?;
+            let op = request.op_code();
             let outcome = self.run_local(&db, request);
             drop(db);
             for event in &outcome.events {
                 self.push_notification(outcome.zxid, event)?;
             }
-            self.push_applied(xid, arrived, outcome.zxid, outcome.result)?;
+            self.push_applied(xid, op, arrived, outcome.zxid, outcome.result)?;
         }
         Ok(())
     }
@@ -575,13 +607,20 @@ impl Conn {
     fn push_applied(
         &mut self,
         xid: i32,
+        op: OpCode,
         arrived: Instant,
         zxid: i64,
         result: Result<Response, ErrorCode>,
     ) -> Result<(), ConnError> {
         self.shared.metrics.packet_sent();
+        self.stats.sent();
         let millis = u64::try_from(arrived.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.shared.metrics.request_latency(millis);
+        // Authentication is answered before ZooKeeper's request pipeline, which is
+        // what keeps these.
+        if !matches!(op, OpCode::Auth | OpCode::Sasl) {
+            self.stats.response(xid, zxid, op, millis);
+        }
         let (err, body) = match result {
             Ok(body) => (ErrorCode::Ok, Some(body)),
             Err(code) => (code, None),
@@ -596,15 +635,15 @@ impl Conn {
         if let Err(FrameError::TooLarge { len, .. }) = written {
             // A reply no frame can carry: answer with an error instead.
             tracing::warn!(xid, len, "reply exceeds the largest frame");
-            self.push_error(xid, ErrorCode::MarshallingError)?;
+            self.push_error(xid, zxid, ErrorCode::MarshallingError)?;
         }
         Ok(())
     }
 
-    fn push_error(&mut self, xid: i32, code: ErrorCode) -> Result<(), ConnError> {
+    fn push_error(&mut self, xid: i32, zxid: i64, code: ErrorCode) -> Result<(), ConnError> {
         let header = ReplyHeader {
             xid,
-            zxid: self.shared.last_zxid(),
+            zxid,
             err: code,
         };
         write_frame(&mut self.out, self.codec.max_frame(), |b| header.encode(b))?;

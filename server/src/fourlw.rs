@@ -2,10 +2,13 @@
 //! four bytes spell one gets a plain-text answer and is closed. Output formats and key
 //! names follow ZooKeeper's, since monitoring tools parse them.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
+use std::path::Path;
 
+use crate::config::PeerType;
 use crate::consensus::Role;
-use crate::server::Shared;
+use crate::server::{ConnId, Shared};
 
 /// The version clients see (kazoo and Curator parse the leading digits of `envi`'s
 /// `zookeeper.version=`): the ZooKeeper protocol level Paddock speaks, then its own.
@@ -15,11 +18,14 @@ pub const VERSION: &str = concat!(
     ", built on paddock"
 );
 
-const COMMANDS: [&str; 12] = [
-    "ruok", "srvr", "stat", "mntr", "conf", "cons", "envi", "wchs", "isro", "dump", "srst", "crst",
+const COMMANDS: [&str; 16] = [
+    "ruok", "srvr", "stat", "mntr", "conf", "cons", "envi", "wchs", "wchc", "wchp", "isro", "dump",
+    "srst", "crst", "dirs", "hash",
 ];
 
-/// The command spelled by a connection's first four bytes, if any.
+/// The command spelled by a connection's first four bytes, if any. Any other four
+/// bytes are a frame length, as in ZooKeeper: an unknown word reads as a length of
+/// about 2 GB and the connection is closed without an answer.
 pub fn parse(prefix: &[u8; 4]) -> Option<&'static str> {
     COMMANDS.iter().copied().find(|c| c.as_bytes() == prefix)
 }
@@ -33,18 +39,27 @@ pub fn run(command: &str, shared: &Shared) -> String {
         "srvr" => srvr(shared, false),
         "stat" => srvr(shared, true),
         "mntr" => mntr(shared),
-        "conf" => conf(shared),
-        "cons" => cons(shared),
+        "conf" if serving(shared) => conf(shared),
+        "cons" if serving(shared) => format!("{}\n", shared.metrics.connections.dump(false)),
         "envi" => envi(),
-        "wchs" => wchs(shared),
+        "wchs" if serving(shared) => wchs(shared),
+        "wchc" if serving(shared) => wchc(shared),
+        "wchp" if serving(shared) => wchp(shared),
+        // ZooKeeper's answer when it has no running server (no quorum).
+        "isro" if !serving(shared) => "null".to_string(),
         "isro" => "rw".to_string(),
         "dump" => dump(shared),
         "srst" => {
             shared.metrics.reset();
             "Server stats reset.\n".to_string()
         }
-        "crst" => "Connection stats reset.\n".to_string(),
-        _ => String::new(),
+        "crst" if serving(shared) => {
+            shared.metrics.connections.reset_all();
+            "Connection stats reset.\n".to_string()
+        }
+        "dirs" if serving(shared) => dirs(shared),
+        "hash" if serving(shared) => hash(shared),
+        _ => NOT_SERVING.to_string(),
     }
 }
 
@@ -81,7 +96,7 @@ fn srvr(shared: &Shared, with_clients: bool) -> String {
     let mut out = format!("Zookeeper version: {VERSION}\n");
     if with_clients {
         out.push_str("Clients:\n");
-        out.push_str(&cons(shared));
+        out.push_str(&shared.metrics.connections.dump(true));
         out.push('\n');
     }
     let _ = write!(
@@ -168,28 +183,82 @@ fn mntr(shared: &Shared) -> String {
         .collect()
 }
 
+/// ZooKeeper's `conf`: `ZooKeeperServer.dumpConf`, and in an ensemble
+/// `QuorumZooKeeperServer.dumpConf` after it. The keys and their order are ZooKeeper's,
+/// since scripts parse them; a standalone server reports id 0, as ZooKeeper does.
 fn conf(shared: &Shared) -> String {
     let s = &shared.settings;
-    format!(
-        "clientPort={}\nclientPortAddress={}\nserverId={}\ntickTime={}\nmaxClientCnxns={}\nminSessionTimeout={}\nmaxSessionTimeout={}\nglobalOutstandingLimit={}\njute.maxbuffer={}\n",
+    let mut out = String::new();
+    let data_size = dir_size(&s.data_dir);
+    let log_size = dir_size(&s.data_log_dir);
+    let server_id = if s.standalone { 0 } else { s.server_id };
+    let _ = write!(
+        out,
+        "clientPort={}\nsecureClientPort=-1\ndataDir={}\ndataDirSize={data_size}\n\
+         dataLogDir={}\ndataLogSize={log_size}\ntickTime={}\nmaxClientCnxns={}\n\
+         minSessionTimeout={}\nmaxSessionTimeout={}\nclientPortListenBacklog=-1\n\
+         serverId={server_id}\n",
         s.client_addr.port(),
-        s.client_addr.ip(),
-        s.server_id,
+        s.data_dir.display(),
+        s.data_log_dir.display(),
         s.tick.as_millis(),
         s.max_client_cnxns,
         s.min_session_timeout.as_millis(),
         s.max_session_timeout.as_millis(),
-        s.global_outstanding_limit,
-        s.jute_max_buffer,
+    );
+    if let Some(ensemble) = &s.ensemble {
+        let me = ensemble.servers.get(&s.server_id);
+        let _ = write!(
+            out,
+            "initLimit={}\nsyncLimit={}\nelectionAlg=3\nelectionPort={}\nquorumPort={}\n\
+             peerType={}\nmembership: \n{}",
+            ensemble.init_limit,
+            ensemble.sync_limit,
+            me.map_or(0, |me| me.election_port),
+            me.map_or(0, |me| me.peer_port),
+            // LearnerType's ordinal: PARTICIPANT, OBSERVER.
+            match me.map(|me| me.role) {
+                Some(PeerType::Observer) => 1,
+                _ => 0,
+            },
+            ensemble.membership(),
+        );
+    }
+    out
+}
+
+/// The bytes of the files under `dir`, at any depth (0 if it cannot be read).
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => dir_size(&entry.path()),
+            Ok(_) => entry.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// ZooKeeper's `dirs`.
+fn dirs(shared: &Shared) -> String {
+    format!(
+        "datadir_size: {}\nlogdir_size: {}\n",
+        dir_size(&shared.settings.data_dir),
+        dir_size(&shared.settings.data_log_dir)
     )
 }
 
-fn cons(shared: &Shared) -> String {
+/// ZooKeeper's `hash`: the tree's digest at every 128th zxid, the digest as Java
+/// prints a long.
+fn hash(shared: &Shared) -> String {
     shared
-        .conns
-        .sessions()
+        .metrics
+        .digest_log()
         .into_iter()
-        .map(|(conn, session)| format!(" conn={conn}(sid={session:#x})\n"))
+        .map(|(zxid, digest)| format!("{zxid:x}: {}\n", digest as i64))
         .collect()
 }
 
@@ -203,12 +272,69 @@ fn envi() -> String {
     )
 }
 
+/// ZooKeeper's data-watch table with each connection's session id.
+fn watch_table(shared: &Shared) -> Vec<(String, Vec<i64>)> {
+    let sessions: HashMap<ConnId, i64> = shared.conns.sessions().into_iter().collect();
+    shared
+        .watches
+        .lock()
+        .data_table()
+        .into_iter()
+        .map(|(path, conns)| {
+            let ids = conns
+                .iter()
+                .filter_map(|c| sessions.get(c).copied())
+                .collect();
+            (path, ids)
+        })
+        .collect()
+}
+
+/// `wchs`: ZooKeeper's summary of its data-watch table.
 fn wchs(shared: &Shared) -> String {
-    let summary = shared.watches.lock().summary();
+    let table = watch_table(shared);
+    let connections: HashSet<i64> = table
+        .iter()
+        .flat_map(|(_, ids)| ids.iter().copied())
+        .collect();
+    let watches: usize = table.iter().map(|(_, ids)| ids.len()).sum();
     format!(
-        "{} connections watching {} paths\nTotal watches:{}\n",
-        summary.connections, summary.paths, summary.watches
+        "{} connections watching {} paths\nTotal watches:{watches}\n",
+        connections.len(),
+        table.len()
     )
+}
+
+/// `wchp`: each watched path, then a tab-indented line per session watching it.
+fn wchp(shared: &Shared) -> String {
+    let mut out = String::new();
+    for (path, ids) in watch_table(shared) {
+        let _ = writeln!(out, "{path}");
+        for id in ids {
+            let _ = writeln!(out, "\t{id:#x}");
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// `wchc`: each watching session, then a tab-indented line per path it watches.
+fn wchc(shared: &Shared) -> String {
+    let mut by_session: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for (path, ids) in watch_table(shared) {
+        for id in ids {
+            by_session.entry(id).or_default().push(path.clone());
+        }
+    }
+    let mut out = String::new();
+    for (id, paths) in by_session {
+        let _ = writeln!(out, "{id:#x}");
+        for path in paths {
+            let _ = writeln!(out, "\t{path}");
+        }
+    }
+    out.push('\n');
+    out
 }
 
 fn dump(shared: &Shared) -> String {

@@ -7,7 +7,8 @@
 //! - [`listener`]: accepts connections (`maxClientCnxns` per IP).
 //! - [`conn`]: one task per connection: handshake, per-session ordering, replies;
 //!   [`outbox`] bounds what it holds for a client that does not read.
-//! - [`fourlw`]: the four-letter words on the client port.
+//! - [`fourlw`]: the four-letter words on the client port; [`conn_stats`] is what
+//!   `cons` lists of each connection.
 //! - [`server`]: the shared state, and where a request forks into a read ([`query`])
 //!   or a proposed write ([`txn`], matched back through [`wait`]).
 //! - [`consensus`]: the raft loop that orders writes.
@@ -23,6 +24,7 @@ pub(crate) mod acl;
 pub(crate) mod apply;
 pub mod config;
 pub(crate) mod conn;
+pub(crate) mod conn_stats;
 pub(crate) mod consensus;
 pub mod daemon;
 mod fatal;

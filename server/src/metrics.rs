@@ -1,6 +1,13 @@
-//! Counters for `srvr`, `stat` and `mntr`: lock-free, updated on the request path.
+//! Counters for `srvr`, `stat` and `mntr`: lock-free, updated on the request path;
+//! and each connection's own, for `cons`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use std::collections::VecDeque;
+
+use parking_lot::Mutex;
+
+use crate::conn_stats::ConnStatsTable;
 
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -13,7 +20,15 @@ pub struct Metrics {
     /// Connections closed because they held more output than `maxClientOutgoingBytes`
     /// allows (never reset: it counts events an operator must hear of).
     closed_over_backlog: AtomicU64,
+    pub connections: ConnStatsTable,
+    /// The tree's digest at every 128th zxid, the last 1024 of them, for `hash`
+    /// (ZooKeeper's `DataTree.digestLog`): compared across replicas.
+    digest_log: Mutex<VecDeque<(i64, u64)>>,
 }
+
+/// ZooKeeper's `DIGEST_LOG_INTERVAL` and `DIGEST_LOG_LIMIT`.
+const DIGEST_LOG_INTERVAL: i64 = 128;
+const DIGEST_LOG_LIMIT: usize = 1024;
 
 impl Metrics {
     pub fn packet_received(&self) {
@@ -34,6 +49,23 @@ impl Metrics {
         } else {
             self.latency_min_ms.fetch_min(millis, Ordering::Relaxed);
         }
+    }
+
+    /// Records the tree's digest after `zxid` was applied, if `zxid` is one `hash` keeps.
+    pub fn applied_digest(&self, zxid: i64, digest: u64) {
+        if zxid % DIGEST_LOG_INTERVAL != 0 {
+            return;
+        }
+        let mut log = self.digest_log.lock();
+        log.push_back((zxid, digest));
+        if log.len() > DIGEST_LOG_LIMIT {
+            log.pop_front();
+        }
+    }
+
+    /// `hash`: `zxid: digest` lines, oldest first.
+    pub fn digest_log(&self) -> Vec<(i64, u64)> {
+        self.digest_log.lock().iter().copied().collect()
     }
 
     pub fn closed_over_backlog(&self) {

@@ -122,6 +122,7 @@ impl Applier for StateMachine {
                 }
             };
             let outcome = apply(self.rules, &mut db, &txn, zxid);
+            shared.metrics.applied_digest(zxid, db.tree.digest());
             fan_out(shared, &mut watches, zxid, outcome.triggers);
             for effect in outcome.effects {
                 carry_out(shared, effect);

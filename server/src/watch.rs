@@ -273,11 +273,10 @@ impl WatchError {
     }
 }
 
-/// The `wchs` numbers.
-///
-/// Counted over (connection, path) pairs holding any kind of watch. ZooKeeper's `wchs`
-/// reports only its data-watch table, so a connection with nothing but child watches is
-/// invisible there and counted here.
+/// Watch counts over (connection, path) pairs holding any kind of watch: `mntr`'s
+/// `zk_watch_count`. `wchs` reports only ZooKeeper's data-watch table
+/// ([`WatchRegistry::data_table`]), as ZooKeeper does, where a connection with nothing
+/// but child watches is invisible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WatchSummary {
     pub connections: usize,
@@ -558,7 +557,7 @@ impl<C: Copy + Eq + Hash + Ord> WatchRegistry<C> {
         missed
     }
 
-    /// The `wchs` numbers.
+    /// The counts over every kind of watch.
     pub fn summary(&self) -> WatchSummary {
         WatchSummary {
             connections: self.by_conn.len(),
@@ -594,6 +593,29 @@ impl<C: Copy + Eq + Hash + Ord> WatchRegistry<C> {
             })
             .collect();
         listing.sort_unstable_by_key(|(conn, _)| *conn);
+        listing
+    }
+
+    /// ZooKeeper's data-watch table, which its `wchs`, `wchc` and `wchp` report: one-shot
+    /// data and exist watches and persistent ones of both modes (child watches live in a
+    /// second table those words never show). Each path (sorted) with its connections
+    /// (sorted).
+    pub fn data_table(&self) -> Vec<(String, Vec<C>)> {
+        let table = Kinds::of(DATA | PERSISTENT | RECURSIVE);
+        let mut listing: Vec<(String, Vec<C>)> = self
+            .by_path
+            .iter()
+            .filter_map(|(path, watchers)| {
+                let mut conns: Vec<C> = watchers
+                    .iter()
+                    .filter(|(_, kinds)| kinds.intersects(table))
+                    .map(|(conn, _)| *conn)
+                    .collect();
+                conns.sort_unstable();
+                (!conns.is_empty()).then(|| (path.clone(), conns))
+            })
+            .collect();
+        listing.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         listing
     }
 

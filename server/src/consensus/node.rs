@@ -462,7 +462,8 @@ impl<A: Applier> RaftLoop<A> {
                 Err(e) => Err(e),
             },
             Input::ReadIndex(request) => {
-                self.replica.node
+                self.replica
+                    .node
                     .read_index(read_context(self.replica.node.raft.id, request).to_vec());
                 Ok(())
             }
@@ -548,7 +549,10 @@ impl<A: Applier> RaftLoop<A> {
         // raft-rs hands out only entries that are committed and durable here.
         self.apply(ready.take_committed_entries());
         for state in ready.take_read_states() {
-            if self.replica.take_recovery_read(&state.request_ctx, state.index) {
+            if self
+                .replica
+                .take_recovery_read(&state.request_ctx, state.index)
+            {
                 continue;
             }
             self.confirm_read(state.index, &state.request_ctx);

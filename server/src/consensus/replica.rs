@@ -110,6 +110,7 @@ impl<S: Storage> Replica<S> {
         self.contact.since(now)
     }
 
+    #[cfg(test)]
     pub fn recovering(&self) -> bool {
         self.guard.recovering()
     }

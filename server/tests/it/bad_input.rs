@@ -111,6 +111,33 @@ fn an_unknown_op_code_gets_an_error_reply() {
 }
 
 #[test]
+fn an_unknown_op_code_is_answered_in_its_turn() {
+    // Replies come in request order: the error for an unknown op waits for the write
+    // sent before it, like any other reply.
+    let server = paddock("");
+    let mut client = RawClient::connect(server.addr);
+    let mut frames = bytes::BytesMut::new();
+    let mut body = bytes::BytesMut::new();
+    Request::Create(CreateRequest {
+        path: "/first".into(),
+        data: paddock_wire::Data::from(&b""[..]),
+        acl: Acl::open_unsafe(),
+        flags: 0,
+    })
+    .encode_with_header(1, &mut body);
+    frames.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frames.extend_from_slice(&body);
+    frames.extend_from_slice(&[0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 77]);
+    client.stream.write_all(&frames).expect("send");
+    let first = crate::support::read_frame(&mut client.stream).expect("reply");
+    let second = crate::support::read_frame(&mut client.stream).expect("reply");
+    assert_eq!(
+        (&first[0..4], &second[0..4]),
+        (&1i32.to_be_bytes()[..], &2i32.to_be_bytes()[..])
+    );
+}
+
+#[test]
 fn a_client_that_never_reads_is_throttled_not_buffered() {
     let server = paddock("");
     let rss_before = server.rss_kib();

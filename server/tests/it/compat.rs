@@ -2,7 +2,7 @@
 //! servers.
 
 use crate::kazoo::{assert_has, same_as_zookeeper};
-use crate::support::{kazoo, paddock, zookeeper, zookeeper_quorum_of_one, Ensemble};
+use crate::support::{four_letter, kazoo, paddock, zookeeper, zookeeper_quorum_of_one, Ensemble};
 
 #[test]
 fn null_data_reads_back_as_null() {
@@ -76,6 +76,21 @@ fn zookeeper_config_lists_the_ensemble() {
     assert_eq!(without_ports(&a), without_ports(&b));
     assert_has(&a, "config version=0");
     assert_has(&a, "config-dataLength-matches True");
+    // `conf` in an ensemble: ZooKeeper's keys in its order, then the membership.
+    let conf = |server| {
+        let text = four_letter(server, "conf").unwrap_or_default();
+        let lines: Vec<String> = text
+            .lines()
+            .map(|line| match line.split_once('=') {
+                Some((key, _)) if !key.starts_with("server.") && key != "version" => {
+                    format!("{key}=")
+                }
+                _ => line.to_owned(),
+            })
+            .collect();
+        without_ports(&lines)
+    };
+    assert_eq!(conf(ours.servers[0].addr), conf(theirs.addr));
     drop(ours);
 
     // With an observer, read on the observer.
