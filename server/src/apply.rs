@@ -120,7 +120,12 @@ pub fn apply(rules: Rules, db: &mut Db, txn: &Txn, zxid: i64) -> Outcome {
         }
         TxnKind::CloseSession | TxnKind::ExpireSession => {
             let expired = matches!(txn.kind, TxnKind::ExpireSession);
-            if !db.sessions.contains(txn.session_id) {
+            let Some(session) = db.sessions.get(txn.session_id) else {
+                return Outcome::reply(Ok(Response::Empty));
+            };
+            if expired && txn.conn != 0 && session.conn != txn.conn {
+                // The client reattached after the leader decided to expire the session
+                // (the reattach counts as hearing from it): the expiry is void.
                 return Outcome::reply(Ok(Response::Empty));
             }
             if !expired {

@@ -185,6 +185,10 @@ fn report_raft_state(config: &Config, state: RaftStateOnDisk) {
         RaftStateOnDisk::LostHardState { log_last } => tracing::warn!(
             "{data} has no raft state (term and vote) but the log in {log} goes to index              {log_last}: dataDir was lost. Rejoining without a vote until caught up from the              leader"
         ),
+        RaftStateOnDisk::Rejoining => tracing::warn!(
+            "this server had lost its raft state and had not caught up when it stopped: \
+             rejoining without a vote until caught up from the leader"
+        ),
         RaftStateOnDisk::LostLog { commit, log_last } => tracing::warn!(
             "the raft state in {data} records commits up to index {commit} but the log in              {log} ends at {log_last}: dataLogDir was lost. Rejoining without a vote until              caught up from the leader"
         ),
@@ -349,6 +353,13 @@ async fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| anyhow::anyhow!("{host} has no address"))
 }
 
+/// Ticks after which a write not yet applied counts as lost (its connection closes):
+/// long enough that a slow fsync or a busy leader is not mistaken for a loss. A proposal
+/// raft refuses (no leader) fails at once, and a server out of touch with its quorum
+/// closes its connections anyway; this catches a proposal dropped on its way to the
+/// leader, which raft-rs does not resend.
+const LOST_PROPOSAL_TICKS: u32 = 10;
+
 /// Once a tick: fail the writes whose proposal was lost, and (on the leader) remove
 /// empty containers and expired TTL nodes (ZooKeeper's ContainerManager checks once a
 /// minute by default; a check here is a scan of the containers index alone, so Paddock
@@ -365,10 +376,11 @@ async fn housekeeping(shared: Arc<Shared>) {
             _ = ticker.tick() => {}
             _ = shared.shutdown.cancelled() => return,
         }
-        // A proposal lost on its way is never applied: its connection closes after
-        // three ticks (the client learns the outcome is unknown) rather than waiting
-        // for ever.
-        shared.waits.expire_older_than(shared.settings.tick * 3);
+        // A proposal lost on its way is never applied: its connection closes (the
+        // client learns the outcome is unknown) rather than waiting for ever.
+        shared
+            .waits
+            .expire_older_than(shared.settings.tick * LOST_PROPOSAL_TICKS);
         if !shared.is_leader() {
             reaping.clear();
             continue;

@@ -39,6 +39,8 @@ pub(crate) mod outbox;
 pub(crate) mod query;
 pub(crate) mod server;
 pub(crate) mod session;
+#[cfg(test)]
+mod sim;
 pub(crate) mod state_machine;
 pub(crate) mod store;
 pub(crate) mod tree;

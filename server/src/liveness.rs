@@ -54,6 +54,8 @@ pub enum LivenessEvent {
     Opened { session: i64, timeout: Duration },
     /// A session was closed or expired.
     Ended { session: i64 },
+    /// A session's client reattached (a committed MoveSession): heard from now.
+    Reattached { session: i64 },
     /// The state was replaced by a snapshot holding these sessions.
     Installed { sessions: Vec<(i64, Duration)> },
     /// A follower's report (this server is, or was, the leader).

@@ -351,11 +351,22 @@ impl Shared {
 
     /// Proposes a txn nobody waits for (the leader's expiry and cleanup).
     pub fn propose_internal(&self, session_id: i64, kind: TxnKind) {
+        // An expiry names the connection the session was held by when the leader
+        // decided: if the client reattached since, the expiry is void (see `apply`).
+        let conn = match kind {
+            TxnKind::ExpireSession => self
+                .db
+                .read()
+                .sessions
+                .get(session_id)
+                .map_or(0, |session| session.conn),
+            _ => 0,
+        };
         let txn = Txn {
             origin: Default::default(),
             session_id,
             xid: 0,
-            conn: 0,
+            conn,
             seq: 0,
             time: now_millis(),
             caller: Vec::new(),

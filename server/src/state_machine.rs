@@ -88,6 +88,7 @@ fn carry_out(shared: &Shared, effect: Effect) {
             timeout: millis(timeout),
         }),
         Effect::SessionMoved { session, conn, .. } => {
+            shared.liveness.send(LivenessEvent::Reattached { session });
             // The client is on connection `conn` now (here or on another server): any
             // other connection holding the session here goes.
             shared.conns.close_session_unless(session, conn);
@@ -183,6 +184,18 @@ impl Applier for StateMachine {
     fn image(&mut self) -> SnapshotWriter {
         let image = Image::of(&self.shared.db.read());
         Box::new(move |out: &mut dyn std::io::Write| image.write_to(out))
+    }
+
+    fn dropped(&mut self, proposal: &[u8]) {
+        if let Ok(txn) = Txn::decode(bytes::Bytes::copy_from_slice(proposal)) {
+            self.shared.waits.complete(
+                txn.origin,
+                Completion {
+                    zxid: 0,
+                    result: Err(paddock_wire::ErrorCode::ConnectionLoss),
+                },
+            );
+        }
     }
 
     fn read_ready(&mut self, request: u64) {

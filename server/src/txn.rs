@@ -53,7 +53,8 @@ pub enum TxnKind {
     },
     /// The client closed its session.
     CloseSession,
-    /// The leader found the session silent for longer than its timeout.
+    /// The leader found the session silent for longer than its timeout. `conn` names
+    /// the connection that held it then: void if the client has reattached since.
     ExpireSession,
     /// The leader's cleanup of an empty container or an expired TTL node; re-checked
     /// when applied, since a child may have been added meanwhile.

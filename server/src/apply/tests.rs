@@ -148,3 +148,25 @@ fn sessions_open_and_end_as_effects() {
     let late = apply(RULES, &mut db, &txn(1, 10, 2, create("/f", 0)), 4);
     assert_eq!(late.result.unwrap_err(), ErrorCode::SessionExpired);
 }
+
+/// The leader decides to expire a session at the moment its client reattaches: the
+/// expiry, ordered after the reattach, must not kill the session the client was just
+/// told it still has (found by the simulated ensemble).
+#[test]
+fn an_expiry_decided_before_a_reattach_is_void() {
+    let mut db = db();
+    open_session(&mut db, 1, 10);
+    apply(RULES, &mut db, &txn(2, 20, 0, TxnKind::MoveSession), 2);
+    // The leader saw connection 10 holding the session when it decided.
+    let mut expire = txn(0, 10, 0, TxnKind::ExpireSession);
+    expire.origin = Origin::default();
+    let void = apply(RULES, &mut db, &expire, 3);
+    assert!(void.effects.is_empty());
+    assert!(db.sessions.contains(SESSION));
+    // Decided with the current connection, it takes effect.
+    let mut expire = txn(0, 20, 0, TxnKind::ExpireSession);
+    expire.origin = Origin::default();
+    let done = apply(RULES, &mut db, &expire, 4);
+    assert!(!done.effects.is_empty());
+    assert!(!db.sessions.contains(SESSION));
+}

@@ -16,3 +16,5 @@ pub use node::{
 };
 pub use recovery::RaftStateOnDisk;
 pub use transport::{Identity, LinkTiming, LivenessReport, PeerEvent, Transport};
+#[cfg(test)]
+pub(crate) use {contact::QuorumContact, recovery::VoteGuard, replica::Replica};

@@ -32,6 +32,8 @@ pub trait Applier: Send + 'static {
     /// A read-index request is confirmed and everything up to its index is applied:
     /// a read now sees every write committed before it was asked for.
     fn read_ready(&mut self, request: u64);
+    /// raft refused to take a proposal (no leader known): it will never commit.
+    fn dropped(&mut self, proposal: &[u8]);
     /// Replaces the whole state with a snapshot the leader sent: its payload is in the
     /// message, or (streamed) in dataDir under the snapshot's index.
     fn restore(&mut self, snapshot: &Snapshot);
@@ -441,7 +443,10 @@ impl<A: Applier> RaftLoop<A> {
             }
             let now = Instant::now();
             if now >= next_tick {
-                self.replica.tick();
+                if self.replica.tick() {
+                    // Must be durable before this server votes (the next tick).
+                    self.storage.rejoined();
+                }
                 // One tick however late: after a pause (SIGSTOP, a stalled VM) a burst
                 // of catch-up ticks would fire elections and timeouts at once.
                 next_tick = (next_tick + self.tick).max(now);
@@ -453,7 +458,15 @@ impl<A: Applier> RaftLoop<A> {
 
     fn handle(&mut self, input: Input) {
         let result = match input {
-            Input::Propose(data) => self.replica.node.propose(vec![], data),
+            Input::Propose(data) => {
+                let proposed = self.replica.node.propose(vec![], data.clone());
+                if proposed.is_err() {
+                    // No leader to take it (raft-rs drops proposals then): its waiter
+                    // learns at once rather than when it times out.
+                    self.applier.dropped(&data);
+                }
+                proposed
+            }
             Input::Peer(message) => match self.replica.step(message, Instant::now()) {
                 Ok(replies) => {
                     self.send(replies);
@@ -472,7 +485,10 @@ impl<A: Applier> RaftLoop<A> {
                 Ok(())
             }
             Input::Hello { from, has_state } => {
-                self.replica.peer_hello(from, has_state);
+                if self.replica.peer_hello(from, has_state) {
+                    // Must be durable before this server votes.
+                    self.storage.rejoined();
+                }
                 Ok(())
             }
             Input::SnapshotReport { to, ok } => {

@@ -80,15 +80,16 @@ impl VoteGuard {
             ))
     }
 
-    /// A peer's hello: whether it has raft state.
-    pub fn peer_hello(&mut self, peer: u64, has_state: bool) {
+    /// A peer's hello: whether it has raft state. True when this ends the recovery
+    /// (the caller must make that durable before this server votes).
+    pub fn peer_hello(&mut self, peer: u64, has_state: bool) -> bool {
         if !self.recovering || !self.blank || !self.voters.contains(&peer) {
-            return;
+            return false;
         }
         if has_state {
             // Someone has state: this is not a new ensemble.
             self.blank = false;
-            return;
+            return false;
         }
         self.blank_peers.insert(peer);
         let blank = 1 + self.blank_peers.len();
@@ -100,7 +101,9 @@ impl VoteGuard {
                 self.me
             );
             self.recovering = false;
+            return true;
         }
+        false
     }
 
     /// Whether to ask the leader for a ReadIndex (with [`RECOVERY_READ`]) now.
@@ -116,10 +119,11 @@ impl VoteGuard {
     }
 
     /// Ends recovery once this server's log holds, durably, what a leader of the
-    /// current term had committed after committing in its term.
-    pub fn check_caught_up<S: Storage>(&mut self, node: &RawNode<S>) {
+    /// current term had committed after committing in its term. True when it ends now
+    /// (the caller must make that durable before this server votes).
+    pub fn check_caught_up<S: Storage>(&mut self, node: &RawNode<S>) -> bool {
         if !self.recovering {
-            return;
+            return false;
         }
         let raft = &node.raft;
         let log = &raft.raft_log;
@@ -138,6 +142,7 @@ impl VoteGuard {
             );
             self.recovering = false;
         }
+        caught_up
     }
 }
 

@@ -75,9 +75,12 @@ impl<S: Storage> Replica<S> {
     }
 
     /// One raft tick, or, while rejoining after a loss of raft state, a step toward
-    /// catching up.
-    pub fn tick(&mut self) {
-        self.guard.check_caught_up(&self.node);
+    /// catching up. True when the rejoining ended at this tick: the caller records that
+    /// durably before the next tick (which may vote).
+    pub fn tick(&mut self) -> bool {
+        if self.guard.check_caught_up(&self.node) {
+            return true;
+        }
         if !self.guard.recovering() {
             self.node.tick();
         } else if self.guard.wants_read_index() && self.node.raft.leader_id != 0 {
@@ -85,6 +88,7 @@ impl<S: Storage> Replica<S> {
             // is one this server must hold before it votes.
             self.node.read_index(RECOVERY_READ.to_vec());
         }
+        false
     }
 
     /// Takes a confirmed read state if it is the recovery's own; `false` otherwise.
@@ -96,8 +100,9 @@ impl<S: Storage> Replica<S> {
         true
     }
 
-    pub fn peer_hello(&mut self, from: u64, has_state: bool) {
-        self.guard.peer_hello(from, has_state);
+    /// True when the hello ended the rejoining (see [`Replica::tick`]).
+    pub fn peer_hello(&mut self, from: u64, has_state: bool) -> bool {
+        self.guard.peer_hello(from, has_state)
     }
 
     /// Just elected: a majority voted for it now.
@@ -108,10 +113,5 @@ impl<S: Storage> Replica<S> {
     /// On the leader, when a majority of voters last answered it.
     pub fn quorum_contact(&self, now: Instant) -> Option<Instant> {
         self.contact.since(now)
-    }
-
-    #[cfg(test)]
-    pub fn recovering(&self) -> bool {
-        self.guard.recovering()
     }
 }

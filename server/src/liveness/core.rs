@@ -74,6 +74,7 @@ impl LivenessCore {
         match event {
             LivenessEvent::Opened { session, timeout } => self.expiry.add(session, timeout, now),
             LivenessEvent::Ended { session } => self.expiry.remove(session),
+            LivenessEvent::Reattached { session } => self.expiry.touch(session, now),
             LivenessEvent::Installed { sessions } => {
                 // Nobody knows when these clients were last heard from: a full timeout.
                 self.expiry.clear();

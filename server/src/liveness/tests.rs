@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::sim::Rng;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -177,22 +178,6 @@ fn a_leader_out_of_touch_with_a_quorum_stops_serving_and_expires_nobody() {
     assert!(stopped && !core.serving());
 }
 
-/// A small seeded generator, so every run of the property below can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 /// The lock-safety claim of the module docs, on 1,000 seeded schedules: a follower
 /// and a leader (tickTime 500 ms, so a 400 ms window and 50 ms ticks at their own
 /// phases), a session with the minimum timeout (2 tickTimes) whose client pings the
@@ -206,7 +191,7 @@ fn a_cut_off_follower_stops_serving_before_the_leader_expires_its_session() {
     let window = 400 * MS;
     let timeout = 1000u64;
     for seed in 1..=1000u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut rng = Rng::new(seed);
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let mut l = LivenessCore::new(window, t0);

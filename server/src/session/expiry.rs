@@ -34,12 +34,15 @@ impl ExpiryTracker {
     /// Sessions past their deadline that have not been reported yet; each is reported
     /// once until it is touched or removed.
     pub fn take_expired(&mut self, now: Instant) -> Vec<i64> {
-        let expired: Vec<i64> = self
+        let mut expired: Vec<i64> = self
             .deadlines
             .iter()
             .filter(|(id, (deadline, _))| *deadline <= now && !self.expiring.contains(id))
             .map(|(id, _)| *id)
             .collect();
+        // In id order, not the map's (random) order: replicas of a simulated run, and
+        // an operator reading the log, see the same sequence each time.
+        expired.sort_unstable();
         self.expiring.extend(&expired);
         expired
     }

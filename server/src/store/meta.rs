@@ -9,6 +9,8 @@
 //!              conf change
 //! snapshot     raft SnapshotMetadata, protobuf: index, term and conf state of the last
 //!              snapshot written
+//! rejoining    present while this server rejoins after losing its raft state and may
+//!              not vote yet (`consensus::recovery`); removed once it caught up
 //! ```
 //! sled checksums and recovers its own files; their format is sled's.
 //!
@@ -39,6 +41,7 @@ const KEY_NODE_ID: &str = "node_id";
 const KEY_HARD_STATE: &str = "hard_state";
 const KEY_CONF_STATE: &str = "conf_state";
 const KEY_SNAPSHOT: &str = "snapshot";
+const KEY_REJOINING: &str = "rejoining";
 
 /// When a hard state must be on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +178,30 @@ impl Meta {
 
     pub fn set_snapshot(&self, metadata: &SnapshotMetadata) {
         self.put(KEY_SNAPSHOT, &encode(KEY_SNAPSHOT, metadata));
+    }
+
+    /// Whether this server is rejoining after a loss of raft state (it must not vote).
+    pub fn rejoining(&self) -> Result<bool, MetaError> {
+        Ok(self.get(KEY_REJOINING)?.is_some())
+    }
+
+    /// Records (flushed) whether this server is rejoining: it must survive a crash, or a
+    /// server that crashed again before it caught up would vote as if it never lost
+    /// anything.
+    pub fn set_rejoining(&self, rejoining: bool) {
+        if rejoining {
+            self.put(KEY_REJOINING, &[1]);
+        } else {
+            if let Err(e) = self.db.remove(KEY_REJOINING) {
+                fatal(
+                    format_args!("removing {KEY_REJOINING} from the meta database"),
+                    &e,
+                );
+            }
+            if let Err(e) = self.db.flush() {
+                fatal(format_args!("flushing the meta database"), &e);
+            }
+        }
     }
 
     fn get(&self, key: &'static str) -> Result<Option<sled::IVec>, MetaError> {

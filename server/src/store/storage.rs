@@ -132,6 +132,8 @@ pub enum RaftStateOnDisk {
     /// The hard state records commits past the end of the log: dataLogDir was lost
     /// (or entries fsynced under forceSync=no).
     LostLog { commit: u64, log_last: u64 },
+    /// It had lost its state before, and had not caught up when it stopped.
+    Rejoining,
 }
 
 /// What [`DurableStorage::open`] found on disk.
@@ -285,8 +287,14 @@ impl DurableStorage {
                 commit: hs.commit,
                 log_last: last_index,
             },
+            Some(_) if meta.rejoining()? => RaftStateOnDisk::Rejoining,
             Some(_) => RaftStateOnDisk::Intact,
         };
+        if raft_state != RaftStateOnDisk::Intact {
+            // Durable before anything else happens: a crash from here until the server
+            // has caught up must not bring it back as an intact voter.
+            meta.set_rejoining(true);
+        }
         hard_state.term = hard_state.term.max(after.term);
         hard_state.commit = hard_state.commit.max(after.index);
         if hard_state.commit > last_index {
@@ -493,6 +501,12 @@ impl DurableStorage {
     #[cfg(test)]
     pub fn meta(&self) -> &Meta {
         &self.files.meta
+    }
+
+    /// Records that this server caught up after a loss of raft state and votes again.
+    /// Durable on return; call it before acting as a voter.
+    pub fn rejoined(&self) {
+        self.files.meta.set_rejoining(false);
     }
 
     /// The log writer's counters, for `mntr`.
