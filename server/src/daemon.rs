@@ -80,8 +80,12 @@ impl Daemon {
         let opened = open_store(config, &consensus_config, &proposer)?;
         let applied = opened.snapshot.as_ref().map_or(0, |s| s.metadata.index);
         let raft_state = opened.raft_state;
-        if config.ensemble.is_some() {
+        let voter = consensus_config.voters.len() > 1
+            && consensus_config.voters.contains(&config.server_id);
+        if voter && raft_state != RaftStateOnDisk::Intact {
             report_raft_state(config, raft_state);
+            // Durable before the server takes part in anything (see `recovery`).
+            opened.storage.rejoining();
         }
         consensus_config.has_state.store(
             raft_state != RaftStateOnDisk::Blank,

@@ -290,11 +290,7 @@ impl DurableStorage {
             Some(_) if meta.rejoining()? => RaftStateOnDisk::Rejoining,
             Some(_) => RaftStateOnDisk::Intact,
         };
-        if raft_state != RaftStateOnDisk::Intact {
-            // Durable before anything else happens: a crash from here until the server
-            // has caught up must not bring it back as an intact voter.
-            meta.set_rejoining(true);
-        }
+
         hard_state.term = hard_state.term.max(after.term);
         hard_state.commit = hard_state.commit.max(after.index);
         if hard_state.commit > last_index {
@@ -501,6 +497,13 @@ impl DurableStorage {
     #[cfg(test)]
     pub fn meta(&self) -> &Meta {
         &self.files.meta
+    }
+
+    /// Records that this voter is rejoining after a loss of raft state: durable on
+    /// return, before it takes part in anything, so that a crash before it has caught
+    /// up does not bring it back as an intact voter.
+    pub fn rejoining(&self) {
+        self.files.meta.set_rejoining(true);
     }
 
     /// Records that this server caught up after a loss of raft state and votes again.

@@ -670,3 +670,32 @@ fn three_nodes_replicate_catch_up_by_snapshot_and_restart() {
     assert_eq!(expected[0], Bytes::from_static(b"a0"));
     assert_eq!(expected[500], Bytes::from_static(b"c"));
 }
+
+/// A server that lost its raft state stays "rejoining" across restarts until it has
+/// caught up: a wiped server that learnt a term (its hard state looks whole again) and
+/// crashed before catching up must not come back as an intact voter (found by the
+/// simulated ensemble: two replicas then applied different txns at one index).
+#[test]
+fn a_server_rejoining_after_a_loss_stays_so_across_restarts_until_it_caught_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (opened, rx) = open(tmp.path());
+        assert_eq!(opened.raft_state, RaftStateOnDisk::Blank);
+        let s = opened.storage;
+        s.rejoining();
+        // It hears a leader: a term and a few entries, durable.
+        s.append(
+            1,
+            (1..=3).map(|i| entry(i, 2, b"x")).collect(),
+            Some(hard_state(2, 0, 0)),
+        )
+        .unwrap();
+        wait_for(&rx, 1);
+    }
+    let (opened, _rx) = open(tmp.path());
+    assert_eq!(opened.raft_state, RaftStateOnDisk::Rejoining);
+    opened.storage.rejoined();
+    drop(opened);
+    let (opened, _rx) = open(tmp.path());
+    assert_eq!(opened.raft_state, RaftStateOnDisk::Intact);
+}
