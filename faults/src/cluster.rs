@@ -36,6 +36,13 @@ impl Default for Timing {
     }
 }
 
+/// Which of a server's directories a wipe loses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wiped {
+    DataDir,
+    DataLogDir,
+}
+
 /// Addresses of the servers: cheap to clone into every task.
 #[derive(Debug, Clone)]
 pub struct Topology {
@@ -104,6 +111,9 @@ pub async fn four_letter(addr: SocketAddr, word: &str, limit: Duration) -> Optio
 
 struct Server {
     namespace: String,
+    /// dataDir (raft's term, vote and snapshots) and dataLogDir (the txn log).
+    data: PathBuf,
+    data_log: PathBuf,
     config: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -180,21 +190,28 @@ impl Cluster {
         for i in 0..SERVERS {
             let home = dir.path().join(format!("s{}", i + 1));
             let data = home.join("data");
+            // The txn log on its own "disk", as recommended, so either can be lost alone.
+            let data_log = home.join("log");
             std::fs::create_dir_all(&data)?;
+            std::fs::create_dir_all(&data_log)?;
             std::fs::write(data.join("myid"), format!("{}\n", i + 1))?;
             let config = home.join("zoo.cfg");
             std::fs::write(
                 &config,
                 format!(
-                    "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={CLIENT_PORT}\n\
-                     clientPortAddress={}\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n{server_lines}",
+                    "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\ndataLogDir={}\n\
+                     clientPort={CLIENT_PORT}\nclientPortAddress={}\n4lw.commands.whitelist=*\n\
+                     maxClientCnxns=0\n{server_lines}",
                     timing.tick.as_millis(),
                     data.display(),
+                    data_log.display(),
                     net.server_ip(i),
                 ),
             )?;
             servers.push(Server {
                 namespace: net.namespace(i),
+                data,
+                data_log,
                 config,
                 log: home.join("paddock.log"),
                 child: None,
@@ -278,6 +295,29 @@ impl Cluster {
     /// `kill -9`, waiting for the process to be gone.
     pub fn kill(&mut self, i: usize) {
         self.servers[i].kill();
+    }
+
+    /// Deletes what server `i` keeps in dataDir (but its myid) or in dataLogDir, as a
+    /// lost disk would; the server must be stopped.
+    pub fn wipe(&self, i: usize, what: Wiped) -> std::io::Result<()> {
+        let server = &self.servers[i];
+        let dir = match what {
+            Wiped::DataDir => &server.data,
+            Wiped::DataLogDir => &server.data_log,
+        };
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_name() == "myid" {
+                continue;
+            }
+            let path = entry.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        Ok(())
     }
 
     /// Starts server `i` again on its data after [`Cluster::kill`].

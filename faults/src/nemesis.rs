@@ -9,11 +9,15 @@
 //!   the time); the other direction still flows.
 //! - `pause`: `SIGSTOP` on a server (the leader half the time), `SIGCONT` to heal.
 //! - `kill`: `kill -9` on a server (the leader half the time), restart to heal.
+//! - `wipe-data`, `wipe-log`: `kill -9` on a server (the leader half the time) and the
+//!   loss of its dataDir (term, vote, snapshots) or of its dataLogDir (the txn log),
+//!   while another server is cut off from its peers; to heal, the cut is lifted and the
+//!   wiped server restarts, and must rejoin without a vote until it has caught up.
 //!
 //! Drops, not rejects: like a pulled cable, a cut makes the peers' TCP retransmit with
 //! exponential backoff, which is what a real partition does to a server's peer links.
 
-use crate::cluster::{Cluster, Topology};
+use crate::cluster::{Cluster, Topology, Wiped};
 use crate::error::Error;
 use crate::net::{Block, SERVERS};
 use crate::rng::Rng;
@@ -33,17 +37,23 @@ pub enum NemesisKind {
     Pause,
     /// kill -9 a server.
     Kill,
+    /// kill -9 a server and lose its dataDir, with another server cut off.
+    WipeData,
+    /// kill -9 a server and lose its dataLogDir, with another server cut off.
+    WipeLog,
 }
 
 impl NemesisKind {
     /// Every kind, in report order.
-    pub const ALL: [NemesisKind; 6] = [
+    pub const ALL: [NemesisKind; 8] = [
         NemesisKind::Isolate,
         NemesisKind::Split,
         NemesisKind::Partial,
         NemesisKind::OneWay,
         NemesisKind::Pause,
         NemesisKind::Kill,
+        NemesisKind::WipeData,
+        NemesisKind::WipeLog,
     ];
 
     /// Its name on the command line and in reports.
@@ -55,6 +65,8 @@ impl NemesisKind {
             NemesisKind::OneWay => "oneway",
             NemesisKind::Pause => "pause",
             NemesisKind::Kill => "kill",
+            NemesisKind::WipeData => "wipe-data",
+            NemesisKind::WipeLog => "wipe-log",
         }
     }
 
@@ -181,6 +193,37 @@ pub async fn inject(
             fault.leader_cut = Some(victim) == leader;
             fault.stopped = Some(victim);
         }
+        NemesisKind::WipeData | NemesisKind::WipeLog => {
+            let victim = leader_or_random(rng);
+            let what = if kind == NemesisKind::WipeData {
+                Wiped::DataDir
+            } else {
+                Wiped::DataLogDir
+            };
+            tokio::task::block_in_place(|| cluster.kill(victim));
+            tokio::task::block_in_place(|| cluster.wipe(victim, what))?;
+            let candidates = others(victim);
+            let cut = candidates[rng.index(candidates.len())];
+            let blocks = [Block {
+                on: cut,
+                from_peers: others(cut),
+                to_peers: others(cut),
+            }];
+            tokio::task::block_in_place(|| cluster.net().set_blocks(&blocks))?;
+            fault.description = format!(
+                "kill -9 {} and lose its {}; {} cut off from its peers",
+                name(victim),
+                if what == Wiped::DataDir {
+                    "dataDir"
+                } else {
+                    "dataLogDir"
+                },
+                name(cut)
+            );
+            fault.cut_off = Some(victim);
+            fault.leader_cut = Some(victim) == leader;
+            fault.stopped = Some(victim);
+        }
     }
     Ok(fault)
 }
@@ -190,7 +233,9 @@ pub async fn heal(fault: &Fault, cluster: &mut Cluster) -> Result<(), Error> {
     tokio::task::block_in_place(|| cluster.net().set_blocks(&[]))?;
     match (fault.kind, fault.stopped) {
         (NemesisKind::Pause, Some(victim)) => cluster.resume(victim),
-        (NemesisKind::Kill, Some(victim)) => cluster.restart(victim).await?,
+        (NemesisKind::Kill | NemesisKind::WipeData | NemesisKind::WipeLog, Some(victim)) => {
+            cluster.restart(victim).await?
+        }
         _ => {}
     }
     Ok(())

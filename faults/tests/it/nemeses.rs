@@ -71,3 +71,13 @@ fn pause() {
 fn kill() {
     short(NemesisKind::Kill);
 }
+
+#[test]
+fn wipe_data() {
+    short(NemesisKind::WipeData);
+}
+
+#[test]
+fn wipe_log() {
+    short(NemesisKind::WipeLog);
+}

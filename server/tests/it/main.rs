@@ -16,6 +16,7 @@ mod lifecycle;
 mod loadgen;
 mod nodes;
 mod reconfig;
+mod scale;
 mod sessions;
 mod shutdown;
 mod support;
