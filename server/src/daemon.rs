@@ -329,12 +329,19 @@ async fn start_transport(
             }
             PeerEvent::Ack { from, seq } => liveness.send(LivenessEvent::Ack { from, seq }),
             PeerEvent::SnapshotSent { to, ok } => proposer.report_snapshot(to, ok),
-            PeerEvent::Snapshot { message, snapshot } => {
+            PeerEvent::Snapshot {
+                message,
+                snapshot,
+                prepared,
+            } => {
                 // Decoded here, off the raft thread; raft installs it with a swap.
                 let (inbox, proposer) = (inbox.clone(), proposer.clone());
                 tokio::task::spawn_blocking(move || {
-                    inbox.prepare(&snapshot);
-                    proposer.step(message);
+                    let ok = inbox.prepare(&snapshot);
+                    if ok {
+                        proposer.step(message);
+                    }
+                    let _ = prepared.send(ok);
                 });
             }
         },

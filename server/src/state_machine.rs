@@ -40,15 +40,21 @@ pub struct SnapshotInbox {
 }
 
 impl SnapshotInbox {
-    /// Decodes `snapshot` and keeps it for the raft thread. An undecodable one is left
-    /// for `restore` to find (and fail on) again.
-    pub fn prepare(&self, snapshot: &LoadedSnapshot) {
+    /// Decodes `snapshot` and keeps it for the raft thread (in place of any older one);
+    /// false if it cannot be read.
+    pub fn prepare(&self, snapshot: &LoadedSnapshot) -> bool {
         match Image::read_from(snapshot.payload.clone()) {
-            Ok(image) => *self.prepared.lock() = Some((snapshot.metadata.index, image)),
-            Err(e) => tracing::error!(
-                "cannot read the snapshot {} from the leader: {e}",
-                snapshot.path.display()
-            ),
+            Ok(image) => {
+                *self.prepared.lock() = Some((snapshot.metadata.index, image));
+                true
+            }
+            Err(e) => {
+                tracing::error!(
+                    "cannot read the snapshot {} from the leader: {e}",
+                    snapshot.path.display()
+                );
+                false
+            }
         }
     }
 

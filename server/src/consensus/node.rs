@@ -21,6 +21,7 @@ use crate::store::DurableStorage;
 
 use super::contact::QuorumContact;
 use super::logger::raft_logger;
+use super::lost_data;
 use super::recovery::{RaftStateOnDisk, VoteGuard};
 use super::replica::Replica;
 use super::transport::Transport;
@@ -505,7 +506,13 @@ impl<A: Applier> RaftLoop<A> {
                 // Keep some log behind the snapshot so a follower a little behind
                 // catches up from the log rather than a whole snapshot.
                 let margin = SNAPSHOT_CATCHUP_ENTRIES.min(self.snapshots.every / 2);
-                let keep = index.saturating_sub(margin);
+                let mut keep = index.saturating_sub(margin);
+                // And what a follower being caught up needs next: compacting past the
+                // snapshot it is being sent would make it need another once installed,
+                // for ever under a steady write load.
+                if let Some(floor) = lost_data::catch_up_floor(&self.replica.node) {
+                    keep = keep.min(floor);
+                }
                 if keep > 0 {
                     if let Err(e) = self.storage.compact(keep) {
                         tracing::warn!("compacting the raft log to {keep}: {e}");

@@ -118,10 +118,13 @@ pub enum PeerEvent {
         seq: u64,
     },
     /// A snapshot streamed from the leader arrived whole and verified, now under its
-    /// final name in dataDir; `message` is raft's MsgSnapshot (metadata only).
+    /// final name in dataDir; `message` is raft's MsgSnapshot (metadata only). The
+    /// leader hears that it was delivered once `prepared` is answered (the state image
+    /// decoded and the message handed to raft), so it does not send another meanwhile.
     Snapshot {
         message: Message,
         snapshot: LoadedSnapshot,
+        prepared: tokio::sync::oneshot::Sender<bool>,
     },
     /// Our stream of a snapshot to `to` ended: raft must hear of it
     /// (`report_snapshot`), or it never sends that follower anything again.
@@ -378,8 +381,8 @@ impl Link {
                 encode(&mut out, KIND_SNAPSHOT_END, |_| {});
             }
         }
-        // The receiver fsyncs and verifies the whole file before it answers.
-        let answer_limit = self.timing.stall_limit * 4 + Duration::from_secs(60);
+        // The receiver fsyncs, verifies and decodes the whole file before it answers.
+        let answer_limit = self.timing.stall_limit * 4 + Duration::from_secs(300);
         let mut reply = BytesMut::new();
         let frame = tokio::time::timeout(answer_limit, async {
             loop {
@@ -593,14 +596,23 @@ impl Receiver<'_> {
                 let Some(received) = self.snapshot_frame(frame, incoming).await? else {
                     continue;
                 };
-                let ok = matches!(received, Received::Verified(..));
+                let ok = match received {
+                    Received::Verified(verified) => {
+                        let (message, snapshot) = *verified;
+                        let (prepared, done) = tokio::sync::oneshot::channel();
+                        (self.deliver)(PeerEvent::Snapshot {
+                            message,
+                            snapshot,
+                            prepared,
+                        });
+                        // The leader waits on the answer (within its limit).
+                        done.await.unwrap_or(false)
+                    }
+                    Received::Refused => false,
+                };
                 stream
                     .write_all(&[0, 0, 0, 2, KIND_SNAPSHOT_DONE, u8::from(ok)])
                     .await?;
-                if let Received::Verified(verified) = received {
-                    let (message, snapshot) = *verified;
-                    (self.deliver)(PeerEvent::Snapshot { message, snapshot });
-                }
                 return Ok(());
             }
             let read = tokio::time::timeout(self.silence_limit, stream.read_buf(buf))

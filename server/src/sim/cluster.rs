@@ -476,26 +476,28 @@ impl Cluster {
                         }
                     }
                 }
-                Payload::Report(report) => {
-                    let view = self.view(i);
-                    let event = LivenessEvent::Report {
+                Payload::Report(report) => self.liveness_event(
+                    i,
+                    LivenessEvent::Report {
                         from: message.from,
                         report,
-                    };
-                    let actions = self.servers[i].liveness.on_event(event, view, now);
-                    self.carry_out(i, actions);
-                }
-                Payload::Ack(seq) => {
-                    let view = self.view(i);
-                    let event = LivenessEvent::Ack {
+                    },
+                ),
+                Payload::Ack(seq) => self.liveness_event(
+                    i,
+                    LivenessEvent::Ack {
                         from: message.from,
                         seq,
-                    };
-                    let actions = self.servers[i].liveness.on_event(event, view, now);
-                    self.carry_out(i, actions);
-                }
+                    },
+                ),
             }
         }
+    }
+
+    fn liveness_event(&mut self, i: usize, event: LivenessEvent) {
+        let (view, now) = (self.view(i), self.at(self.now));
+        let actions = self.servers[i].liveness.on_event(event, view, now);
+        self.carry_out(i, actions);
     }
 
     fn view(&self, i: usize) -> View {

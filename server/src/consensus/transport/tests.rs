@@ -272,7 +272,12 @@ async fn a_snapshot_larger_than_a_frame_streams_to_the_follower() {
     message.mut_snapshot().set_metadata(metadata);
     pair.sender.send(vec![message]);
     let (index, received) = next_event(&pair.receiver_events, |event| match event {
-        PeerEvent::Snapshot { message, snapshot } => {
+        PeerEvent::Snapshot {
+            message,
+            snapshot,
+            prepared,
+        } => {
+            let _ = prepared.send(true);
             Some((message.get_snapshot().get_metadata().index, snapshot))
         }
         _ => None,
