@@ -327,7 +327,9 @@ async fn start_transport(
             PeerEvent::Report { from, report } => {
                 liveness.send(LivenessEvent::Report { from, report })
             }
-            PeerEvent::Ack { from, seq } => liveness.send(LivenessEvent::Ack { from, seq }),
+            PeerEvent::Ack { from, seq, commit } => {
+                liveness.send(LivenessEvent::Ack { from, seq, commit })
+            }
             PeerEvent::SnapshotSent { to, ok } => proposer.report_snapshot(to, ok),
             PeerEvent::Snapshot {
                 message,

@@ -15,7 +15,11 @@
 //!   past their deadline.
 //! - every server decides whether it is **serving**: the leader while a majority of
 //!   voters answered it within the serving window, a follower while the leader
-//!   acknowledged one of its reports sent within the window. The window is 0.8
+//!   acknowledged one of its reports sent within the window — and a follower starts
+//!   serving only once it has applied what the leader had applied when it acknowledged
+//!   (as a ZooKeeper follower syncs with its leader before it serves), so a server that
+//!   rejoins after a partition, a restart or a wiped disk never answers from a state
+//!   far behind the ensemble's. The window is 0.8
 //!   tickTime. A server that stops serving closes every client connection (its clients
 //!   go to a server that is in a quorum) and takes no new ones until it serves again,
 //!   as ZooKeeper closes client connections when a server loses its leader.
@@ -60,8 +64,8 @@ pub enum LivenessEvent {
     Installed { sessions: Vec<(i64, Duration)> },
     /// A follower's report (this server is, or was, the leader).
     Report { from: u64, report: LivenessReport },
-    /// The leader applied our report `seq`.
-    Ack { from: u64, seq: u64 },
+    /// The leader applied our report `seq`, having applied the log up to `commit`.
+    Ack { from: u64, seq: u64, commit: u64 },
 }
 
 /// The handle that feeds the liveness task; cheap to clone, never blocks.
@@ -122,6 +126,7 @@ fn view(shared: &Shared) -> View {
         standalone: shared.settings.standalone,
         leader: shared.is_leader(),
         leader_id: shared.status.leader(),
+        applied: shared.status.applied(),
         leader_contact: shared.status.leader_contact(),
     }
 }
@@ -139,7 +144,7 @@ fn carry_out(shared: &Shared, transport: Option<&Transport>, action: Action) {
         }
         Action::Ack { follower, seq } => {
             if let Some(transport) = transport {
-                transport.ack(follower, seq);
+                transport.ack(follower, seq, shared.status.applied());
             }
         }
         Action::StopServing { window } => {

@@ -7,7 +7,8 @@
 //! (`seq u64 | count u32 | (session i64 | age_ms u32)…`: each session this server holds
 //! and how long ago its client was last heard from); 3 a hello (`server id u64 |
 //! flags u8`, bit 0: the sender has raft state), the first frame on every connection;
-//! 4 the leader's acknowledgement of a report (`seq u64`); 5 a keepalive (empty).
+//! 4 the leader's acknowledgement of a report (`seq u64 | commit u64`: the index the
+//! leader had applied); 5 a keepalive (empty).
 //!
 //! Snapshots travel on a connection of their own, so heartbeats and appends go on
 //! meanwhile: after the hello, 6 begins one (`file_len u64 | the raft MsgSnapshot`,
@@ -112,10 +113,11 @@ pub enum PeerEvent {
         from: u64,
         report: LivenessReport,
     },
-    /// The leader applied our report `seq`.
+    /// The leader applied our report `seq`, having applied the log up to `commit`.
     Ack {
         from: u64,
         seq: u64,
+        commit: u64,
     },
     /// A snapshot streamed from the leader arrived whole and verified, now under its
     /// final name in dataDir; `message` is raft's MsgSnapshot (metadata only). The
@@ -137,7 +139,7 @@ pub enum PeerEvent {
 enum Outgoing {
     Raft(Message),
     Report(LivenessReport),
-    Ack(u64),
+    Ack { seq: u64, commit: u64 },
 }
 
 /// The sending side: a bounded queue per peer.
@@ -243,9 +245,9 @@ impl Transport {
 
     /// Acknowledges report `seq` to the follower that sent it. Best effort: the
     /// follower counts on the next one.
-    pub fn ack(&self, follower: u64, seq: u64) {
+    pub fn ack(&self, follower: u64, seq: u64, commit: u64) {
         if let Some(peer) = self.peers.get(&follower) {
-            let _ = peer.try_send(Outgoing::Ack(seq));
+            let _ = peer.try_send(Outgoing::Ack { seq, commit });
         }
     }
 }
@@ -476,7 +478,10 @@ fn push(out: &mut BytesMut, message: Outgoing) {
                 b.put_u32(age);
             }
         }),
-        Outgoing::Ack(seq) => encode(out, KIND_ACK, |b| b.put_u64(seq)),
+        Outgoing::Ack { seq, commit } => encode(out, KIND_ACK, |b| {
+            b.put_u64(seq);
+            b.put_u64(commit);
+        }),
     }
 }
 
@@ -738,9 +743,10 @@ fn decode(mut frame: Bytes, from: &mut Option<u64>) -> Result<Option<PeerEvent>,
                 report: LivenessReport { seq, sessions },
             }
         }
-        KIND_ACK if frame.len() == 8 => PeerEvent::Ack {
+        KIND_ACK if frame.len() == 16 => PeerEvent::Ack {
             from,
             seq: frame.get_u64(),
+            commit: frame.get_u64(),
         },
         KIND_KEEPALIVE if frame.is_empty() => return Ok(None),
         _ => return Err(ReceiveError::Malformed),

@@ -18,6 +18,8 @@ pub struct View {
     pub leader: bool,
     /// The leader this server follows, 0 if none.
     pub leader_id: u64,
+    /// The index of the last entry this server applied.
+    pub applied: u64,
     /// On the leader: when a majority of voters last answered it.
     pub leader_contact: Option<Instant>,
 }
@@ -48,6 +50,8 @@ pub struct LivenessCore {
     sent: VecDeque<(u64, Instant)>,
     /// When the newest report the leader acknowledged was sent.
     acked: Option<Instant>,
+    /// What the leader had applied when it acknowledged the newest report.
+    acked_commit: u64,
     serving: bool,
 }
 
@@ -61,6 +65,7 @@ impl LivenessCore {
             next_seq: 1,
             sent: VecDeque::new(),
             acked: None,
+            acked_commit: 0,
             serving: false,
         }
     }
@@ -99,7 +104,7 @@ impl LivenessCore {
                     seq: report.seq,
                 }];
             }
-            LivenessEvent::Ack { from, seq } => {
+            LivenessEvent::Ack { from, seq, commit } => {
                 if from != view.leader_id {
                     return Vec::new();
                 }
@@ -110,6 +115,7 @@ impl LivenessCore {
                     self.sent.pop_front();
                     if sent_seq == seq {
                         self.acked = Some(self.acked.map_or(sent_at, |a| a.max(sent_at)));
+                        self.acked_commit = self.acked_commit.max(commit);
                     }
                 }
             }
@@ -166,7 +172,11 @@ impl LivenessCore {
             || if view.leader {
                 within(view.leader_contact)
             } else {
-                view.leader_id != 0 && within(self.acked)
+                // Already serving, or caught up with the leader: a rejoining follower
+                // does not answer from a state far behind the ensemble's.
+                view.leader_id != 0
+                    && within(self.acked)
+                    && (self.serving || view.applied >= self.acked_commit)
             }
     }
 

@@ -13,6 +13,7 @@ fn follower(leader_id: u64) -> View {
         standalone: false,
         leader: false,
         leader_id,
+        applied: 0,
         leader_contact: None,
     }
 }
@@ -22,6 +23,7 @@ fn leader(contact: Option<Instant>) -> View {
         standalone: false,
         leader: true,
         leader_id: 1,
+        applied: 0,
         leader_contact: contact,
     }
 }
@@ -43,14 +45,22 @@ fn a_follower_serves_only_while_the_leader_acknowledges_its_reports() {
     let seq = report_seq(&first).expect("a report to the leader");
     // An acknowledgement from a server that is not our leader counts for nothing.
     core.on_event(
-        LivenessEvent::Ack { from: 2, seq },
+        LivenessEvent::Ack {
+            from: 2,
+            seq,
+            commit: 0,
+        },
         follower(1),
         t0 + 10 * MS,
     );
     core.tick(follower(1), Vec::new(), t0 + 50 * MS);
     assert!(!core.serving());
     core.on_event(
-        LivenessEvent::Ack { from: 1, seq },
+        LivenessEvent::Ack {
+            from: 1,
+            seq,
+            commit: 0,
+        },
         follower(1),
         t0 + 60 * MS,
     );
@@ -65,6 +75,50 @@ fn a_follower_serves_only_while_the_leader_acknowledges_its_reports() {
         assert!(t < t0 + 2 * window, "still serving at {:?}", t - t0);
     }
     assert!(t - t0 > window);
+}
+
+/// A follower that rejoins (after a partition, a restart, a wiped disk) serves only once
+/// it has applied what the leader had applied when it acknowledged: before, a wiped
+/// follower answered new sessions from an empty tree while its snapshot was on its way.
+#[test]
+fn a_rejoining_follower_serves_once_it_caught_up_with_the_leader() {
+    let t0 = Instant::now();
+    let mut core = LivenessCore::new(400 * MS, t0);
+    let behind = View {
+        applied: 10,
+        ..follower(1)
+    };
+    let seq = report_seq(&core.tick(behind, Vec::new(), t0)).expect("a report");
+    core.on_event(
+        LivenessEvent::Ack {
+            from: 1,
+            seq,
+            commit: 5_000,
+        },
+        behind,
+        t0 + 10 * MS,
+    );
+    core.tick(behind, Vec::new(), t0 + 50 * MS);
+    assert!(!core.serving(), "served 4,990 entries behind the leader");
+    let caught_up = View {
+        applied: 5_000,
+        ..follower(1)
+    };
+    let actions = core.tick(caught_up, Vec::new(), t0 + 100 * MS);
+    assert!(actions.contains(&Action::StartServing));
+    // Once serving, the usual lag behind the leader does not stop it.
+    let seq = report_seq(&actions).expect("a report");
+    core.on_event(
+        LivenessEvent::Ack {
+            from: 1,
+            seq,
+            commit: 5_200,
+        },
+        caught_up,
+        t0 + 110 * MS,
+    );
+    core.tick(caught_up, Vec::new(), t0 + 150 * MS);
+    assert!(core.serving());
 }
 
 #[test]
@@ -229,7 +283,17 @@ fn a_cut_off_follower_stops_serving_before_the_leader_expires_its_session() {
                             if now_ms < cut && rng.below(5) != 0 {
                                 counter += 1;
                                 let key = (now_ms + 1 + rng.below(30), counter);
-                                wire.insert(key, (false, LivenessEvent::Ack { from: 1, seq }));
+                                wire.insert(
+                                    key,
+                                    (
+                                        false,
+                                        LivenessEvent::Ack {
+                                            from: 1,
+                                            seq,
+                                            commit: 0,
+                                        },
+                                    ),
+                                );
                             }
                         }
                     }

@@ -95,7 +95,7 @@ pub struct SimReport {
 enum Payload {
     Raft(Message),
     Report(LivenessReport),
-    Ack(u64),
+    Ack { seq: u64, commit: u64 },
 }
 
 struct InFlight {
@@ -483,11 +483,12 @@ impl Cluster {
                         report,
                     },
                 ),
-                Payload::Ack(seq) => self.liveness_event(
+                Payload::Ack { seq, commit } => self.liveness_event(
                     i,
                     LivenessEvent::Ack {
                         from: message.from,
                         seq,
+                        commit,
                     },
                 ),
             }
@@ -507,6 +508,7 @@ impl Cluster {
             standalone: false,
             leader,
             leader_id: server.replica.node.raft.leader_id,
+            applied: server.replica.node.raft.raft_log.applied,
             leader_contact: if leader {
                 server.replica.quorum_contact(self.at(self.now))
             } else {
@@ -554,7 +556,10 @@ impl Cluster {
                     let _ = self.servers[i].replica.node.propose(vec![], txn.encode());
                 }
                 Action::Report { leader, report } => self.send(id, leader, Payload::Report(report)),
-                Action::Ack { follower, seq } => self.send(id, follower, Payload::Ack(seq)),
+                Action::Ack { follower, seq } => {
+                    let commit = self.servers[i].replica.node.raft.raft_log.applied;
+                    self.send(id, follower, Payload::Ack { seq, commit });
+                }
                 Action::StopServing { .. } => {
                     self.trace(|| format!("server {id} stops serving"));
                     self.servers[i].serving = false;

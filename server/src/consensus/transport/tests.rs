@@ -28,21 +28,28 @@ fn frames_round_trip() {
         sessions: vec![(1, 20), (-2, 0)],
     };
     push(&mut out, Outgoing::Report(report.clone()));
-    push(&mut out, Outgoing::Ack(9));
+    push(&mut out, Outgoing::Ack { seq: 9, commit: 40 });
     let mut from = Some(3);
     let raft = decode(next_frame(&mut out).unwrap().unwrap(), &mut from).unwrap();
     assert!(matches!(raft, Some(PeerEvent::Raft(m)) if m == message));
     let got = decode(next_frame(&mut out).unwrap().unwrap(), &mut from).unwrap();
     assert!(matches!(got, Some(PeerEvent::Report { from: 3, report: r }) if r == report));
     let ack = decode(next_frame(&mut out).unwrap().unwrap(), &mut from).unwrap();
-    assert!(matches!(ack, Some(PeerEvent::Ack { from: 3, seq: 9 })));
+    assert!(matches!(
+        ack,
+        Some(PeerEvent::Ack {
+            from: 3,
+            seq: 9,
+            commit: 40
+        })
+    ));
     assert!(next_frame(&mut out).unwrap().is_none());
 }
 
 #[test]
 fn nothing_is_taken_before_the_hello_and_the_hello_says_who() {
     let mut out = BytesMut::new();
-    push(&mut out, Outgoing::Ack(1));
+    push(&mut out, Outgoing::Ack { seq: 1, commit: 1 });
     let mut from = None;
     let frame = next_frame(&mut out).unwrap().unwrap();
     assert!(decode(frame, &mut from).is_err());
