@@ -18,7 +18,7 @@ use crate::consensus::{
 };
 use crate::image::Image;
 use crate::liveness::{self, LivenessEvent};
-use crate::server::{now_millis, Settings, Shared};
+use crate::server::{now_millis, Settings, Shared, StoreView};
 use crate::state_machine::install;
 use crate::state_machine::{SnapshotInbox, StateMachine};
 use crate::store::snapshot::SnapshotDir;
@@ -70,14 +70,21 @@ impl Daemon {
         let (proposer, proposals) = consensus::channel();
         let (liveness, liveness_events) = liveness::channel();
         let status = Arc::new(Status::default());
+        let consensus_config = consensus_config(config);
+        let opened = open_store(config, &consensus_config, &proposer)?;
+        // Clients wait until this server has replayed as far as its log went, so that
+        // a restarted server never answers from an older state than it acknowledged.
+        let replay_to = raft::Storage::last_index(&opened.storage).unwrap_or(0);
         let shared = Arc::new(Shared::new(
             settings,
             proposer.clone(),
             status.clone(),
             liveness,
+            StoreView {
+                replay_to,
+                log_stats: opened.storage.log_stats().clone(),
+            },
         ));
-        let consensus_config = consensus_config(config);
-        let opened = open_store(config, &consensus_config, &proposer)?;
         let applied = opened.snapshot.as_ref().map_or(0, |s| s.metadata.index);
         let raft_state = opened.raft_state;
         let voter = consensus_config.voters.len() > 1
@@ -112,10 +119,6 @@ impl Daemon {
         }
         let storage = opened.storage;
         let inbox = SnapshotInbox::default();
-        let last_index = raft::Storage::last_index(&storage).unwrap_or(0);
-        shared
-            .replay_to
-            .store(last_index, std::sync::atomic::Ordering::Release);
         let transport = match &config.ensemble {
             None => None,
             Some(ensemble) => Some(
@@ -143,7 +146,7 @@ impl Daemon {
             transport.clone(),
             StateMachine::new(shared.clone(), inbox),
         )?;
-        *shared.log_stats.lock() = Some(storage.log_stats().clone());
+
         let tasks = vec![
             tokio::spawn(crate::listener::run(listener, shared.clone())),
             tokio::spawn(liveness::run(

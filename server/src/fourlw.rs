@@ -151,8 +151,8 @@ fn mntr(shared: &Shared) -> String {
             shared.started.elapsed().as_millis().to_string(),
         ),
     ];
-    if let Some(stats) = shared.log_stats.lock().as_ref() {
-        let log = stats.snapshot();
+    {
+        let log = shared.log_stats.snapshot();
         let ms = |d: std::time::Duration| format!("{:.3}", d.as_secs_f64() * 1000.0);
         rows.push(("zk_fsync_count", log.fsyncs.to_string()));
         rows.push(("zk_fsync_avg_ms", ms(log.avg_fsync())));

@@ -100,7 +100,7 @@ fn main() -> ExitCode {
         started.store(true, Ordering::Release);
         let _ = on_signal.await;
         let applied = daemon.shared.status.applied();
-        let replay_to = daemon.shared.replay_to.load(Ordering::Acquire);
+        let replay_to = daemon.shared.replay_to;
         if applied < replay_to {
             tracing::info!(
                 "shutting down while replaying the log (applied {applied} of {replay_to})"

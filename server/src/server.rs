@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,6 +21,7 @@ use crate::monotonic::AtomicInstant;
 use crate::outbox::OutboxTx;
 use crate::query;
 use crate::session::{passwd_matches, Caller, SessionTable};
+use crate::store::txnlog::LogStats;
 use crate::tree::DataTree;
 use crate::txn::{Txn, TxnKind};
 use crate::wait::{Completion, WaitRegistry};
@@ -100,6 +101,14 @@ pub struct Settings {
     pub ensemble: Option<crate::config::Ensemble>,
 }
 
+/// What the request path needs of the store, known once it is open.
+pub struct StoreView {
+    /// The last log index at start-up: no clients until it is applied.
+    pub replay_to: u64,
+    /// The txn log's counters, for `mntr`.
+    pub log_stats: Arc<LogStats>,
+}
+
 /// The replicated state: changed only by the state machine, read by everyone.
 pub struct Db {
     pub tree: DataTree,
@@ -130,9 +139,9 @@ pub struct Shared {
     /// The last log index this server had when it started: it takes no sessions until
     /// it has applied that far, so that a restarted server never answers from a state
     /// older than the one it had already acknowledged.
-    pub replay_to: AtomicU64,
+    pub replay_to: u64,
     /// The txn log's counters, for `mntr` (set once the store is open).
-    pub log_stats: Mutex<Option<Arc<crate::store::txnlog::LogStats>>>,
+    pub log_stats: Arc<LogStats>,
 }
 
 impl Shared {
@@ -141,6 +150,7 @@ impl Shared {
         proposer: Proposer,
         status: Arc<Status>,
         liveness: Liveness,
+        store: StoreView,
     ) -> Self {
         let server_id = settings.server_id;
         Shared {
@@ -160,8 +170,8 @@ impl Shared {
             proposer,
             next_session: AtomicI64::new(first_session_id(server_id)),
             started: Instant::now(),
-            log_stats: Mutex::new(None),
-            replay_to: AtomicU64::new(0),
+            log_stats: store.log_stats,
+            replay_to: store.replay_to,
             settings,
         }
     }
@@ -177,7 +187,7 @@ impl Shared {
     /// Whether this server may take clients: it has replayed its own log, and is in
     /// touch with a quorum.
     pub fn ready_for_clients(&self) -> bool {
-        self.status.applied() >= self.replay_to.load(Ordering::Acquire) && self.is_serving()
+        self.status.applied() >= self.replay_to && self.is_serving()
     }
 
     /// Whether this server is in touch with a quorum (see `liveness`).
