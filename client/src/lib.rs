@@ -26,7 +26,8 @@
 //! - [`recipes`]: locks, read/write locks, semaphore, leader election, barriers, queue
 //!   and counter, in kazoo's node layouts so they interoperate with it.
 //!
-//! The CLI, `paddock-cli`, lives in `src/bin/`.
+//! The zkCli-style shell, `paddock-cli`, is its own crate (`cli/`), so that this library
+//! pulls in nothing a library user does not need.
 
 #![warn(missing_docs)]
 
