@@ -124,9 +124,10 @@ struct Pending {
     effect: Option<Effect>,
 }
 
-/// What client handles read about the session without asking the task.
+/// The session as client handles see it, without asking the task: its state and the
+/// id, password and timeout of the current session. Only the session task writes it.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct SessionView {
     pub state: watch::Sender<SessionState>,
     pub info: Mutex<SessionInfo>,
 }
@@ -140,7 +141,7 @@ pub(crate) struct SessionInfo {
     pub server: Option<SocketAddr>,
 }
 
-impl Shared {
+impl SessionView {
     pub fn info(&self) -> SessionInfo {
         // A poisoned lock only means a panic elsewhere; the data is plain values.
         self.info
@@ -159,7 +160,7 @@ enum ConnEnd {
 }
 
 pub(crate) struct Session {
-    shared: Arc<Shared>,
+    view: Arc<SessionView>,
     commands: mpsc::UnboundedReceiver<Command>,
     hosts: HostList,
     chroot: Chroot,
@@ -215,7 +216,7 @@ impl Session {
         });
         let (state, _) = watch::channel(SessionState::Disconnected);
         let mut session = Session {
-            shared: Arc::new(Shared {
+            view: Arc::new(SessionView {
                 state,
                 info: Mutex::new(SessionInfo::default()),
             }),
@@ -303,8 +304,8 @@ impl Session {
         }
     }
 
-    pub fn shared(&self) -> Arc<Shared> {
-        self.shared.clone()
+    pub fn view(&self) -> Arc<SessionView> {
+        self.view.clone()
     }
 
     /// The task: serves connections and reconnects until the session ends.
@@ -356,7 +357,7 @@ impl Session {
         self.seen_rw_server |= !read_only;
         self.last_heard = Instant::now();
         *self
-            .shared
+            .view
             .info
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = SessionInfo {
@@ -897,7 +898,7 @@ impl Session {
     }
 
     fn set_state(&self, state: SessionState) {
-        self.shared.state.send_if_modified(|current| {
+        self.view.state.send_if_modified(|current| {
             let changed = *current != state;
             *current = state;
             changed
