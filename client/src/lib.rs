@@ -21,6 +21,8 @@
 //! - [`transaction`]: multi (`Transaction`) and multiRead (`ReadOp`).
 //! - [`options`]: [`ConnectOptions`], [`CreateOptions`].
 //! - [`state`]: [`SessionState`], observable through [`Client::state_watcher`].
+//! - `backoff`: the pauses between rounds of connection attempts (exponential, capped,
+//!   jittered).
 //! - `connect_string`: `host:port,...[/chroot]` and the chroot.
 //! - [`error`]: [`Error`], with [`Error::code`] mapping onto ZooKeeper's codes.
 //! - [`recipes`]: locks, read/write locks, semaphore, leader election, barriers, queue
@@ -31,6 +33,7 @@
 
 #![warn(missing_docs)]
 
+mod backoff;
 mod client;
 mod connect_string;
 pub mod error;

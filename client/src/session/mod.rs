@@ -33,6 +33,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{sleep_until, timeout_at, Instant};
 
+use crate::backoff::Backoff;
 use crate::connect_string::Chroot;
 use crate::error::Error;
 use crate::options::{ConnectOptions, SessionCredentials};
@@ -46,6 +47,8 @@ use watches::WatchTable;
 /// holds the rest, and the socket sets the pace.
 const WRITE_BATCH_LIMIT: usize = 256 * 1024;
 
+/// The first pause between two rounds of connection attempts; it doubles each round.
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 /// The longest pause between two rounds of connection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -246,7 +249,7 @@ impl Session {
             paused_until: None,
         };
         let deadline = Instant::now() + options.connect_timeout.unwrap_or(options.session_timeout);
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         // A refused connection says more than the deadline that cut the next attempt.
         let mut last_error = None;
         // This round's hosts, while every one of them has refused.
@@ -299,7 +302,7 @@ impl Session {
                     }
                 }
                 refused = Some(Vec::new());
-                sleep_until(backoff.next().min(deadline)).await;
+                sleep_until((Instant::now() + backoff.next_delay()).min(deadline)).await;
             }
         }
     }
@@ -770,7 +773,7 @@ impl Session {
 
     /// Finds a server for the session again, within the session timeout.
     async fn reconnect(&mut self) -> Result<Conn, SessionState> {
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         loop {
             let expiry = self.last_heard + self.timeout;
             #[cfg(feature = "test-hooks")]
@@ -803,7 +806,7 @@ impl Session {
                 Err(_) => tracing::debug!(%host, "reconnect attempt timed out"),
             }
             if self.hosts.at_round_end() {
-                let wake = backoff.next().min(expiry);
+                let wake = (Instant::now() + backoff.next_delay()).min(expiry);
                 self.while_disconnected(sleep_until(wake)).await?;
             }
         }
@@ -932,25 +935,6 @@ impl Session {
             auth: auth.clone(),
         });
         self.try_encode(out, Xid::Auth.as_i32(), &packet)
-    }
-}
-
-/// Pauses between rounds of attempts: 50 ms, doubling up to a second.
-struct Backoff {
-    delay: Duration,
-}
-
-impl Backoff {
-    fn new() -> Self {
-        Backoff {
-            delay: Duration::from_millis(50),
-        }
-    }
-
-    fn next(&mut self) -> Instant {
-        let wake = Instant::now() + self.delay;
-        self.delay = (self.delay * 2).min(MAX_BACKOFF);
-        wake
     }
 }
 
