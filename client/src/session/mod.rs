@@ -154,6 +154,15 @@ impl SessionView {
     }
 }
 
+/// Why [`Session::find_server`] found no server for the session.
+enum NoServer {
+    /// No server took it by the deadline, every one refused the connection, or one
+    /// declared the session expired: the error says which.
+    Failed(Error),
+    /// A close was asked for meanwhile (or every handle was dropped).
+    Ended(SessionState),
+}
+
 /// Why [`Session::serve`] returned.
 enum ConnEnd {
     /// The connection broke; the session may live on.
@@ -249,62 +258,20 @@ impl Session {
             paused_until: None,
         };
         let deadline = Instant::now() + options.connect_timeout.unwrap_or(options.session_timeout);
-        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
-        // A refused connection says more than the deadline that cut the next attempt.
-        let mut last_error = None;
-        // This round's hosts, while every one of them has refused.
-        let mut refused: Option<Vec<String>> = Some(Vec::new());
-        loop {
-            let attempt_deadline = session.attempt_deadline(deadline);
-            let host = session.hosts.next_host().to_owned();
-            let request = session.connect_request();
-            match timeout_at(
-                attempt_deadline,
-                handshake(&host, &request, session.max_frame),
-            )
+        let mut conn = match session
+            .find_server(deadline, options.fail_fast_when_refused)
             .await
-            {
-                Ok(Ok((mut conn, response))) => {
-                    if !session.accept(&response, conn.addr) {
-                        return Err(Error::SessionExpired);
-                    }
-                    session
-                        .authenticate(&mut conn, &options.auth, deadline)
-                        .await?;
-                    session.announce_if_armed();
-                    return Ok((session, conn));
-                }
-                Ok(Err(err)) => {
-                    tracing::debug!(%host, %err, "could not connect");
-                    refused = match (refused, &err) {
-                        (Some(mut tried), Error::Io(io))
-                            if io.kind() == std::io::ErrorKind::ConnectionRefused =>
-                        {
-                            tried.push(format!("{host} ({io})"));
-                            Some(tried)
-                        }
-                        _ => None,
-                    };
-                    last_error = Some(err);
-                }
-                Err(_) => {
-                    tracing::debug!(%host, "connection attempt timed out");
-                    refused = None;
-                }
-            }
-            if Instant::now() >= deadline {
-                return Err(last_error.unwrap_or(Error::Timeout));
-            }
-            if session.hosts.at_round_end() {
-                if let Some(tried) = refused.take() {
-                    if options.fail_fast_when_refused && !tried.is_empty() {
-                        return Err(Error::Refused { tried });
-                    }
-                }
-                refused = Some(Vec::new());
-                sleep_until((Instant::now() + backoff.next_delay()).min(deadline)).await;
-            }
-        }
+        {
+            Ok(conn) => conn,
+            Err(NoServer::Failed(err)) => return Err(err),
+            // Nothing can ask for a close before `connect` returns the handle.
+            Err(NoServer::Ended(state)) => return Err(state.terminal_error()),
+        };
+        session
+            .authenticate(&mut conn, &options.auth, deadline)
+            .await?;
+        session.announce_if_armed();
+        Ok((session, conn))
     }
 
     pub fn view(&self) -> Arc<SessionView> {
@@ -773,41 +740,101 @@ impl Session {
 
     /// Finds a server for the session again, within the session timeout.
     async fn reconnect(&mut self) -> Result<Conn, SessionState> {
-        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
-        loop {
-            let expiry = self.last_heard + self.timeout;
-            #[cfg(feature = "test-hooks")]
-            if let Some(until) = self.paused_until.take() {
-                let wake = until.min(expiry);
-                self.while_disconnected(sleep_until(wake)).await?;
-            }
-            if Instant::now() >= expiry {
+        let expiry = self.last_heard + self.timeout;
+        #[cfg(feature = "test-hooks")]
+        if let Some(until) = self.paused_until.take() {
+            self.while_disconnected(sleep_until(until.min(expiry)))
+                .await?;
+        }
+        match self.find_server(expiry, false).await {
+            Ok(conn) => Ok(conn),
+            Err(NoServer::Failed(Error::SessionExpired)) => Err(SessionState::Expired),
+            Err(NoServer::Failed(_)) => {
                 tracing::warn!(
                     "no server reachable for the session timeout ({} ms): session expired",
                     self.timeout.as_millis()
                 );
-                return Err(SessionState::Expired);
+                Err(SessionState::Expired)
+            }
+            Err(NoServer::Ended(state)) => Err(state),
+        }
+    }
+
+    /// Tries the servers round-robin, pausing between rounds, until one takes the
+    /// session or `deadline` passes: the one loop behind the first connect and every
+    /// reconnect. Commands that arrive meanwhile are queued; a close ends the search.
+    /// With `fail_fast_when_refused`, a round in which every server refused the
+    /// connection ends it too.
+    async fn find_server(
+        &mut self,
+        deadline: Instant,
+        fail_fast_when_refused: bool,
+    ) -> Result<Conn, NoServer> {
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
+        // A refused connection says more than the deadline that cut the next attempt.
+        let mut last_error = None;
+        // This round's hosts, while every one of them has refused.
+        let mut refused: Option<Vec<String>> = Some(Vec::new());
+        // Checked before each attempt (a reconnect may start late) and after it (so a
+        // deadline passed takes precedence over the round's verdict).
+        let out_of_time = |last_error: &mut Option<Error>| {
+            (Instant::now() >= deadline)
+                .then(|| NoServer::Failed(last_error.take().unwrap_or(Error::Timeout)))
+        };
+        loop {
+            if let Some(end) = out_of_time(&mut last_error) {
+                return Err(end);
             }
             let host = self.hosts.next_host().to_owned();
             let request = self.connect_request();
             let attempt = timeout_at(
-                self.attempt_deadline(expiry),
+                self.attempt_deadline(deadline),
                 handshake(&host, &request, self.max_frame),
             );
-            match self.while_disconnected(attempt).await? {
+            match self
+                .while_disconnected(attempt)
+                .await
+                .map_err(NoServer::Ended)?
+            {
                 Ok(Ok((conn, response))) => {
                     if !self.accept(&response, conn.addr) {
                         tracing::warn!(%host, "server reports the session expired");
-                        return Err(SessionState::Expired);
+                        return Err(NoServer::Failed(Error::SessionExpired));
                     }
                     return Ok(conn);
                 }
-                Ok(Err(err)) => tracing::debug!(%host, %err, "reconnect attempt failed"),
-                Err(_) => tracing::debug!(%host, "reconnect attempt timed out"),
+                Ok(Err(err)) => {
+                    tracing::debug!(%host, %err, "connection attempt failed");
+                    refused = match (refused, &err) {
+                        (Some(mut tried), Error::Io(io))
+                            if io.kind() == std::io::ErrorKind::ConnectionRefused =>
+                        {
+                            tried.push(format!("{host} ({io})"));
+                            Some(tried)
+                        }
+                        _ => None,
+                    };
+                    last_error = Some(err);
+                }
+                Err(_) => {
+                    tracing::debug!(%host, "connection attempt timed out");
+                    refused = None;
+                }
+            }
+            if let Some(end) = out_of_time(&mut last_error) {
+                return Err(end);
             }
             if self.hosts.at_round_end() {
-                let wake = (Instant::now() + backoff.next_delay()).min(expiry);
-                self.while_disconnected(sleep_until(wake)).await?;
+                if let Some(tried) = refused.take() {
+                    if fail_fast_when_refused && !tried.is_empty() {
+                        return Err(NoServer::Failed(Error::Refused { tried }));
+                    }
+                }
+                refused = Some(Vec::new());
+                let wake = (Instant::now() + backoff.next_delay()).min(deadline);
+                self.while_disconnected(sleep_until(wake))
+                    .await
+                    .map_err(NoServer::Ended)?;
             }
         }
     }
