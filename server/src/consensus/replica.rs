@@ -109,9 +109,4 @@ impl<S: Storage> Replica<S> {
     pub fn quorum_contact(&self, now: Instant) -> Option<Instant> {
         self.contact.since(now)
     }
-
-    #[cfg(test)]
-    pub fn recovering(&self) -> bool {
-        self.guard.recovering()
-    }
 }
