@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::connect_string::{Chroot, ConnectString};
 use crate::error::Error;
 use crate::options::{ConnectOptions, CreateOptions, SessionCredentials};
-use crate::session::{Command, Effect, EffectKind, OneShotKind, Session, Shared};
+use crate::session::{Command, Effect, EffectKind, OneShotKind, Session, SessionView};
 use crate::state::SessionState;
 use crate::transaction::{ReadOp, Transaction};
 use crate::watch::{PersistentWatch, WatchFuture};
@@ -56,7 +56,7 @@ pub struct Client {
 
 struct Inner {
     commands: mpsc::UnboundedSender<Command>,
-    shared: Arc<Shared>,
+    view: Arc<SessionView>,
     chroot: Chroot,
 }
 
@@ -81,12 +81,12 @@ impl Client {
         let ConnectString { servers, chroot } = ConnectString::parse(connect_string)?;
         let (commands, rx) = mpsc::unbounded_channel();
         let (session, conn) = Session::connect(servers, chroot.clone(), &options, rx).await?;
-        let shared = session.shared();
+        let view = session.view();
         tokio::spawn(session.run(conn));
         Ok(Client {
             inner: Arc::new(Inner {
                 commands,
-                shared,
+                view,
                 chroot,
             }),
         })
@@ -94,35 +94,35 @@ impl Client {
 
     /// The session's current state.
     pub fn state(&self) -> SessionState {
-        *self.inner.shared.state.borrow()
+        *self.inner.view.state.borrow()
     }
 
     /// A receiver that sees every change of [`state`](Client::state). A `watch` channel
     /// keeps only the newest value, so a slow reader may miss a short-lived state (a
     /// `Disconnected` healed at once), never a terminal one.
     pub fn state_watcher(&self) -> watch::Receiver<SessionState> {
-        self.inner.shared.state.subscribe()
+        self.inner.view.state.subscribe()
     }
 
     /// The session id the server assigned.
     pub fn session_id(&self) -> i64 {
-        self.inner.shared.info().session_id
+        self.inner.view.info().session_id
     }
 
     /// The session timeout the server granted.
     pub fn session_timeout(&self) -> Duration {
-        self.inner.shared.info().timeout
+        self.inner.view.info().timeout
     }
 
     /// The address of the server this client is (or was last) connected to.
     pub fn server_addr(&self) -> Option<std::net::SocketAddr> {
-        self.inner.shared.info().server
+        self.inner.view.info().server
     }
 
     /// Id and password: enough to reattach to this session with
     /// [`ConnectOptions::session`].
     pub fn session_credentials(&self) -> SessionCredentials {
-        let info = self.inner.shared.info();
+        let info = self.inner.view.info();
         SessionCredentials {
             session_id: info.session_id,
             password: info.password,

@@ -21,15 +21,19 @@
 //! - [`transaction`]: multi (`Transaction`) and multiRead (`ReadOp`).
 //! - [`options`]: [`ConnectOptions`], [`CreateOptions`].
 //! - [`state`]: [`SessionState`], observable through [`Client::state_watcher`].
+//! - `backoff`: the pauses between rounds of connection attempts (exponential, capped,
+//!   jittered).
 //! - `connect_string`: `host:port,...[/chroot]` and the chroot.
 //! - [`error`]: [`Error`], with [`Error::code`] mapping onto ZooKeeper's codes.
 //! - [`recipes`]: locks, read/write locks, semaphore, leader election, barriers, queue
 //!   and counter, in kazoo's node layouts so they interoperate with it.
 //!
-//! The CLI, `paddock-cli`, lives in `src/bin/`.
+//! The zkCli-style shell, `paddock-cli`, is its own crate (`cli/`), so that this library
+//! pulls in nothing a library user does not need.
 
 #![warn(missing_docs)]
 
+mod backoff;
 mod client;
 mod connect_string;
 pub mod error;

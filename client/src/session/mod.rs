@@ -33,6 +33,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{sleep_until, timeout_at, Instant};
 
+use crate::backoff::Backoff;
 use crate::connect_string::Chroot;
 use crate::error::Error;
 use crate::options::{ConnectOptions, SessionCredentials};
@@ -46,6 +47,8 @@ use watches::WatchTable;
 /// holds the rest, and the socket sets the pace.
 const WRITE_BATCH_LIMIT: usize = 256 * 1024;
 
+/// The first pause between two rounds of connection attempts; it doubles each round.
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 /// The longest pause between two rounds of connection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -124,9 +127,10 @@ struct Pending {
     effect: Option<Effect>,
 }
 
-/// What client handles read about the session without asking the task.
+/// The session as client handles see it, without asking the task: its state and the
+/// id, password and timeout of the current session. Only the session task writes it.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct SessionView {
     pub state: watch::Sender<SessionState>,
     pub info: Mutex<SessionInfo>,
 }
@@ -140,7 +144,7 @@ pub(crate) struct SessionInfo {
     pub server: Option<SocketAddr>,
 }
 
-impl Shared {
+impl SessionView {
     pub fn info(&self) -> SessionInfo {
         // A poisoned lock only means a panic elsewhere; the data is plain values.
         self.info
@@ -148,6 +152,15 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
     }
+}
+
+/// Why [`Session::find_server`] found no server for the session.
+enum NoServer {
+    /// No server took it by the deadline, every one refused the connection, or one
+    /// declared the session expired: the error says which.
+    Failed(Error),
+    /// A close was asked for meanwhile (or every handle was dropped).
+    Ended(SessionState),
 }
 
 /// Why [`Session::serve`] returned.
@@ -159,7 +172,7 @@ enum ConnEnd {
 }
 
 pub(crate) struct Session {
-    shared: Arc<Shared>,
+    view: Arc<SessionView>,
     commands: mpsc::UnboundedReceiver<Command>,
     hosts: HostList,
     chroot: Chroot,
@@ -215,7 +228,7 @@ impl Session {
         });
         let (state, _) = watch::channel(SessionState::Disconnected);
         let mut session = Session {
-            shared: Arc::new(Shared {
+            view: Arc::new(SessionView {
                 state,
                 info: Mutex::new(SessionInfo::default()),
             }),
@@ -245,66 +258,24 @@ impl Session {
             paused_until: None,
         };
         let deadline = Instant::now() + options.connect_timeout.unwrap_or(options.session_timeout);
-        let mut backoff = Backoff::new();
-        // A refused connection says more than the deadline that cut the next attempt.
-        let mut last_error = None;
-        // This round's hosts, while every one of them has refused.
-        let mut refused: Option<Vec<String>> = Some(Vec::new());
-        loop {
-            let attempt_deadline = session.attempt_deadline(deadline);
-            let host = session.hosts.next_host().to_owned();
-            let request = session.connect_request();
-            match timeout_at(
-                attempt_deadline,
-                handshake(&host, &request, session.max_frame),
-            )
+        let mut conn = match session
+            .find_server(deadline, options.fail_fast_when_refused)
             .await
-            {
-                Ok(Ok((mut conn, response))) => {
-                    if !session.accept(&response, conn.addr) {
-                        return Err(Error::SessionExpired);
-                    }
-                    session
-                        .authenticate(&mut conn, &options.auth, deadline)
-                        .await?;
-                    session.announce_if_armed();
-                    return Ok((session, conn));
-                }
-                Ok(Err(err)) => {
-                    tracing::debug!(%host, %err, "could not connect");
-                    refused = match (refused, &err) {
-                        (Some(mut tried), Error::Io(io))
-                            if io.kind() == std::io::ErrorKind::ConnectionRefused =>
-                        {
-                            tried.push(format!("{host} ({io})"));
-                            Some(tried)
-                        }
-                        _ => None,
-                    };
-                    last_error = Some(err);
-                }
-                Err(_) => {
-                    tracing::debug!(%host, "connection attempt timed out");
-                    refused = None;
-                }
-            }
-            if Instant::now() >= deadline {
-                return Err(last_error.unwrap_or(Error::Timeout));
-            }
-            if session.hosts.at_round_end() {
-                if let Some(tried) = refused.take() {
-                    if options.fail_fast_when_refused && !tried.is_empty() {
-                        return Err(Error::Refused { tried });
-                    }
-                }
-                refused = Some(Vec::new());
-                sleep_until(backoff.next().min(deadline)).await;
-            }
-        }
+        {
+            Ok(conn) => conn,
+            Err(NoServer::Failed(err)) => return Err(err),
+            // Nothing can ask for a close before `connect` returns the handle.
+            Err(NoServer::Ended(state)) => return Err(state.terminal_error()),
+        };
+        session
+            .authenticate(&mut conn, &options.auth, deadline)
+            .await?;
+        session.announce_if_armed();
+        Ok((session, conn))
     }
 
-    pub fn shared(&self) -> Arc<Shared> {
-        self.shared.clone()
+    pub fn view(&self) -> Arc<SessionView> {
+        self.view.clone()
     }
 
     /// The task: serves connections and reconnects until the session ends.
@@ -356,7 +327,7 @@ impl Session {
         self.seen_rw_server |= !read_only;
         self.last_heard = Instant::now();
         *self
-            .shared
+            .view
             .info
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = SessionInfo {
@@ -769,41 +740,101 @@ impl Session {
 
     /// Finds a server for the session again, within the session timeout.
     async fn reconnect(&mut self) -> Result<Conn, SessionState> {
-        let mut backoff = Backoff::new();
-        loop {
-            let expiry = self.last_heard + self.timeout;
-            #[cfg(feature = "test-hooks")]
-            if let Some(until) = self.paused_until.take() {
-                let wake = until.min(expiry);
-                self.while_disconnected(sleep_until(wake)).await?;
-            }
-            if Instant::now() >= expiry {
+        let expiry = self.last_heard + self.timeout;
+        #[cfg(feature = "test-hooks")]
+        if let Some(until) = self.paused_until.take() {
+            self.while_disconnected(sleep_until(until.min(expiry)))
+                .await?;
+        }
+        match self.find_server(expiry, false).await {
+            Ok(conn) => Ok(conn),
+            Err(NoServer::Failed(Error::SessionExpired)) => Err(SessionState::Expired),
+            Err(NoServer::Failed(_)) => {
                 tracing::warn!(
                     "no server reachable for the session timeout ({} ms): session expired",
                     self.timeout.as_millis()
                 );
-                return Err(SessionState::Expired);
+                Err(SessionState::Expired)
+            }
+            Err(NoServer::Ended(state)) => Err(state),
+        }
+    }
+
+    /// Tries the servers round-robin, pausing between rounds, until one takes the
+    /// session or `deadline` passes: the one loop behind the first connect and every
+    /// reconnect. Commands that arrive meanwhile are queued; a close ends the search.
+    /// With `fail_fast_when_refused`, a round in which every server refused the
+    /// connection ends it too.
+    async fn find_server(
+        &mut self,
+        deadline: Instant,
+        fail_fast_when_refused: bool,
+    ) -> Result<Conn, NoServer> {
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
+        // A refused connection says more than the deadline that cut the next attempt.
+        let mut last_error = None;
+        // This round's hosts, while every one of them has refused.
+        let mut refused: Option<Vec<String>> = Some(Vec::new());
+        // Checked before each attempt (a reconnect may start late) and after it (so a
+        // deadline passed takes precedence over the round's verdict).
+        let out_of_time = |last_error: &mut Option<Error>| {
+            (Instant::now() >= deadline)
+                .then(|| NoServer::Failed(last_error.take().unwrap_or(Error::Timeout)))
+        };
+        loop {
+            if let Some(end) = out_of_time(&mut last_error) {
+                return Err(end);
             }
             let host = self.hosts.next_host().to_owned();
             let request = self.connect_request();
             let attempt = timeout_at(
-                self.attempt_deadline(expiry),
+                self.attempt_deadline(deadline),
                 handshake(&host, &request, self.max_frame),
             );
-            match self.while_disconnected(attempt).await? {
+            match self
+                .while_disconnected(attempt)
+                .await
+                .map_err(NoServer::Ended)?
+            {
                 Ok(Ok((conn, response))) => {
                     if !self.accept(&response, conn.addr) {
                         tracing::warn!(%host, "server reports the session expired");
-                        return Err(SessionState::Expired);
+                        return Err(NoServer::Failed(Error::SessionExpired));
                     }
                     return Ok(conn);
                 }
-                Ok(Err(err)) => tracing::debug!(%host, %err, "reconnect attempt failed"),
-                Err(_) => tracing::debug!(%host, "reconnect attempt timed out"),
+                Ok(Err(err)) => {
+                    tracing::debug!(%host, %err, "connection attempt failed");
+                    refused = match (refused, &err) {
+                        (Some(mut tried), Error::Io(io))
+                            if io.kind() == std::io::ErrorKind::ConnectionRefused =>
+                        {
+                            tried.push(format!("{host} ({io})"));
+                            Some(tried)
+                        }
+                        _ => None,
+                    };
+                    last_error = Some(err);
+                }
+                Err(_) => {
+                    tracing::debug!(%host, "connection attempt timed out");
+                    refused = None;
+                }
+            }
+            if let Some(end) = out_of_time(&mut last_error) {
+                return Err(end);
             }
             if self.hosts.at_round_end() {
-                let wake = backoff.next().min(expiry);
-                self.while_disconnected(sleep_until(wake)).await?;
+                if let Some(tried) = refused.take() {
+                    if fail_fast_when_refused && !tried.is_empty() {
+                        return Err(NoServer::Failed(Error::Refused { tried }));
+                    }
+                }
+                refused = Some(Vec::new());
+                let wake = (Instant::now() + backoff.next_delay()).min(deadline);
+                self.while_disconnected(sleep_until(wake))
+                    .await
+                    .map_err(NoServer::Ended)?;
             }
         }
     }
@@ -897,7 +928,7 @@ impl Session {
     }
 
     fn set_state(&self, state: SessionState) {
-        self.shared.state.send_if_modified(|current| {
+        self.view.state.send_if_modified(|current| {
             let changed = *current != state;
             *current = state;
             changed
@@ -931,25 +962,6 @@ impl Session {
             auth: auth.clone(),
         });
         self.try_encode(out, Xid::Auth.as_i32(), &packet)
-    }
-}
-
-/// Pauses between rounds of attempts: 50 ms, doubling up to a second.
-struct Backoff {
-    delay: Duration,
-}
-
-impl Backoff {
-    fn new() -> Self {
-        Backoff {
-            delay: Duration::from_millis(50),
-        }
-    }
-
-    fn next(&mut self) -> Instant {
-        let wake = Instant::now() + self.delay;
-        self.delay = (self.delay * 2).min(MAX_BACKOFF);
-        wake
     }
 }
 

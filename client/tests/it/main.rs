@@ -2,7 +2,6 @@
 //! started here, or the server named by `PADDOCK_TEST_SERVER` (see `support`).
 
 mod chroot;
-mod cli;
 mod crud;
 mod election;
 mod ensemble;

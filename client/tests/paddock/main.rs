@@ -3,8 +3,6 @@
 
 #[path = "../it/chroot.rs"]
 mod chroot;
-#[path = "../it/cli.rs"]
-mod cli;
 #[path = "../it/crud.rs"]
 mod crud;
 #[path = "../it/election.rs"]
