@@ -219,7 +219,7 @@ fn ensemble_script_survives_a_dead_server_and_restarts_it() {
     // Both runs of server 2 are in its log: the restart appended.
     let log = std::fs::read_to_string(running.run_dir().join("zoo2.log")).expect("log");
     assert_eq!(log.matches("starting server 2").count(), 2, "{log}");
-    assert_eq!(log.matches("serving clients").count(), 2, "{log}");
+    assert_eq!(log.matches("serving clients on").count(), 2, "{log}");
 
     // SIGTERM to the script stops all three.
     let pids: Vec<u32> = (1..=3).filter_map(|n| running.pid(n)).collect();
