@@ -2,23 +2,29 @@
 //! ordered by raft.
 //!
 //! # Layout, in request-path order
-//! - [`config`]: `zoo.cfg`, parsed and validated once.
-//! - [`daemon`]: wires the pieces together and runs until shutdown.
-//! - [`listener`]: accepts connections (`maxClientCnxns` per IP).
-//! - [`conn`]: one task per connection: handshake, per-session ordering, replies;
-//!   [`outbox`] bounds what it holds for a client that does not read.
-//! - [`fourlw`]: the four-letter words on the client port; [`conn_stats`] is what
-//!   `cons` lists of each connection.
-//! - [`server`]: the shared state, and where a request forks into a read ([`query`])
-//!   or a proposed write ([`txn`], matched back through [`wait`]).
-//! - [`consensus`]: the raft loop that orders writes.
-//! - [`state_machine`]: applies committed txns: the only writer of the tree and the
-//!   session table; fires watches ([`watch`]).
-//! - [`tree`] and [`acl`]: the znode tree and access control, pure and synchronous.
-//! - [`session`]: the session table, the expiry clock, the caller's identities.
-//! - [`store`]: the durable raft log (`dataLogDir`), snapshots and raft's hard state
-//!   (`dataDir`); [`image`] is what a snapshot holds of the state machine.
-//! - [`metrics`]: counters for `srvr` / `mntr`.
+//! The library exports only what the binary needs (`config`, `daemon`); the rest is
+//! crate-private.
+//! - `config`: `zoo.cfg`, parsed and validated once.
+//! - `daemon`: wires the pieces together and runs until shutdown.
+//! - `listener`: accepts connections (`maxClientCnxns` per IP).
+//! - `conn`: one task per connection: handshake, per-session ordering, replies;
+//!   `outbox` bounds what it holds for a client that does not read.
+//! - `fourlw`: the four-letter words on the client port; `conn_stats` is what `cons`
+//!   lists of each connection.
+//! - `server`: the shared state, and where a request forks into a read (`query`) or a
+//!   proposed write (`txn`, each connection's writes numbered; matched back through
+//!   `wait`, with ids from `ids` that never repeat).
+//! - `consensus`: the raft loop that orders writes (`replica`: raft-rs's node with the
+//!   vote guard, quorum contact and wiped-follower repair), the peer transport.
+//! - `state_machine`: applies committed txns through the pure `apply`, fires watches
+//!   (`watch`) and carries out the other effects.
+//! - `liveness`: session clocks and whether this server may serve (a pure core).
+//! - `tree` and `acl`: the znode tree and access control, pure and synchronous.
+//! - `session`: the session table, the expiry clock, the caller's identities.
+//! - `store`: the durable raft log (`dataLogDir`), snapshots and raft's hard state
+//!   (`dataDir`); `image` is what a snapshot holds of the state machine.
+//! - `metrics`: counters for `srvr` / `mntr`; `fatal`: the one way to die.
+//! - `sim` (tests only): the deterministic in-process ensemble.
 
 pub(crate) mod acl;
 pub(crate) mod apply;

@@ -26,8 +26,14 @@
 //! committed that a vote could lose, and it votes normally. Otherwise it waits to catch
 //! up as above.
 //!
-//! The raft loop asks this guard before it steps a vote request and before it ticks
-//! (a follower's tick only drives its election timer); nothing else changes.
+//! The state survives restarts: the store records "rejoining" in the meta database
+//! before the server takes part, and clears it (flushed) when the guard says the server
+//! caught up, before it votes; a server that crashes again meanwhile restarts as
+//! rejoining, not as an intact voter (its new hard state would look whole).
+//!
+//! [`crate::consensus::replica`] asks this guard before it steps a vote request and
+//! before it ticks (a follower's tick only drives its election timer); nothing else
+//! changes.
 
 use std::collections::HashSet;
 
