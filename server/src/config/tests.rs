@@ -276,6 +276,12 @@ fn the_shipped_configs_parse_and_are_production_minded() {
         assert_ne!(config.data_dir, config.data_log_dir, "{name}");
         assert!(config.force_sync, "{name}");
         assert_eq!(config.is_standalone(), i == 0, "{name}");
+        // Every client of the loopback setup comes from 127.0.0.1, and the README's load
+        // scenario opens 400 connections: a per-IP limit refused most of them.
+        assert_eq!(
+            config.max_client_cnxns, None,
+            "{name}: a per-IP connection limit"
+        );
         assert!(
             text.lines().filter(|l| l.starts_with('#')).count() > 5,
             "{name}"
