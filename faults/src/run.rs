@@ -345,16 +345,14 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
         let _ = client.close().await;
     }
 
-    let cut_offs: Vec<CutOff> = cycles
-        .iter()
-        .filter_map(|c| {
-            c.fault.cut_off.map(|server| CutOff {
-                server,
-                start: c.start,
-                end: c.end,
-            })
+    let cut_off = |c: &Cycle| {
+        c.fault.cut_off.map(|server| CutOff {
+            server,
+            start: c.start,
+            end: c.end,
         })
-        .collect();
+    };
+    let cut_offs: Vec<CutOff> = cycles.iter().filter_map(cut_off).collect();
     let bound = options.session_timeout + options.timing.tick;
     let (told, told_violations) = sessions::time_to_tell(&sessions.changes(), &cut_offs, bound);
     violations.extend(told_violations);
@@ -363,13 +361,7 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
         .filter(|c| {
             c.fault.leader_cut && matches!(c.kind, NemesisKind::Isolate | NemesisKind::Split)
         })
-        .filter_map(|c| {
-            c.fault.cut_off.map(|server| CutOff {
-                server,
-                start: c.start,
-                end: c.end,
-            })
-        })
+        .filter_map(cut_off)
         .collect();
     let stalls: Vec<Micros> = w.probe.stalls(&leader_cuts);
     for checked in &checks {

@@ -130,6 +130,20 @@ mod tests {
         RawNode::new(&config, storage, &logger()).unwrap()
     }
 
+    /// Node 1 of `voters`, with `entries` in its log, elected leader by node 2's vote.
+    fn leader(voters: Vec<u64>, entries: u64) -> RawNode<MemStorage> {
+        let mut leader = node(1, voters, entries);
+        leader.campaign().unwrap();
+        let mut vote = Message::default();
+        vote.set_msg_type(MessageType::MsgRequestVoteResponse);
+        vote.from = 2;
+        vote.to = 1;
+        vote.term = leader.raft.term;
+        leader.step(vote).unwrap();
+        assert_eq!(leader.raft.state, StateRole::Leader);
+        leader
+    }
+
     /// Why the clamp exists: raft-rs 0.7 panics when a heartbeat commits past the end of
     /// the log.
     #[test]
@@ -172,16 +186,7 @@ mod tests {
 
     #[test]
     fn the_leader_restarts_a_followers_progress_from_its_real_end() {
-        let mut leader = node(1, vec![1, 2], 5);
-        leader.campaign().unwrap();
-        // Grant the vote, so node 1 leads.
-        let mut vote = Message::default();
-        vote.set_msg_type(MessageType::MsgRequestVoteResponse);
-        vote.from = 2;
-        vote.to = 1;
-        vote.term = leader.raft.term;
-        leader.step(vote).unwrap();
-        assert_eq!(leader.raft.state, StateRole::Leader);
+        let mut leader = leader(vec![1, 2], 5);
         leader.raft.mut_prs().get_mut(2).unwrap().matched = 5;
         assert_eq!(restart_progress(&mut leader, 2, 0), Some(5));
         let progress = leader.raft.prs().get(2).unwrap();
@@ -200,15 +205,7 @@ mod tests {
     /// under a steady write load, and never catch up (found with 1 M znodes).
     #[test]
     fn the_log_a_follower_being_caught_up_needs_is_kept() {
-        let mut leader = node(1, vec![1, 2, 3], 9);
-        leader.campaign().unwrap();
-        let mut vote = Message::default();
-        vote.set_msg_type(MessageType::MsgRequestVoteResponse);
-        vote.from = 2;
-        vote.to = 1;
-        vote.term = leader.raft.term;
-        leader.step(vote).unwrap();
-        assert_eq!(leader.raft.state, StateRole::Leader);
+        let mut leader = leader(vec![1, 2, 3], 9);
         let last = leader.raft.raft_log.last_index();
         for (id, matched) in [(2, last), (3, last)] {
             let progress = leader.raft.mut_prs().get_mut(id).unwrap();

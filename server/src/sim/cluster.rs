@@ -667,36 +667,20 @@ impl Cluster {
                 continue;
             };
             let outcome = apply(RULES, &mut self.servers[i].db, &txn, entry.index as i64);
-            let now = self.at(self.now);
             for effect in outcome.effects {
                 match effect {
                     Effect::SessionOpened { session, timeout } => {
                         let timeout = Duration::from_millis(u64::try_from(timeout).unwrap_or(0));
-                        let view = self.view(i);
-                        self.servers[i].liveness.on_event(
-                            LivenessEvent::Opened { session, timeout },
-                            view,
-                            now,
-                        );
+                        self.liveness_event(i, LivenessEvent::Opened { session, timeout });
                     }
                     Effect::SessionEnded { session, expired } => {
-                        let view = self.view(i);
-                        self.servers[i].liveness.on_event(
-                            LivenessEvent::Ended { session },
-                            view,
-                            now,
-                        );
+                        self.liveness_event(i, LivenessEvent::Ended { session });
                         if expired {
                             self.session_expired(i, session);
                         }
                     }
                     Effect::SessionMoved { session, .. } => {
-                        let view = self.view(i);
-                        self.servers[i].liveness.on_event(
-                            LivenessEvent::Reattached { session },
-                            view,
-                            now,
-                        );
+                        self.liveness_event(i, LivenessEvent::Reattached { session });
                     }
                 }
             }
@@ -765,16 +749,20 @@ impl Cluster {
             (Asking::Write(path), Ok(())) => self.acknowledged.push(path),
             (Asking::Move, Err(ErrorCode::SessionExpired)) => self.clients[c].session = 0,
             // Anything else: the connection closes, the client reconnects.
-            _ => {
-                let client = &mut self.clients[c];
-                client.connected = false;
-                client.conn = 0;
-                client.retry_at = self.now + 50;
-                self.servers[Self::index(server)]
-                    .heard
-                    .remove(&client.session);
-            }
+            _ => self.close_connection(c, self.now + 50),
         }
+    }
+
+    /// Client `c`'s connection closes (whatever it had in flight is lost to it); it may
+    /// reconnect from `retry_at`.
+    fn close_connection(&mut self, c: usize, retry_at: u64) {
+        let client = &mut self.clients[c];
+        client.connected = false;
+        client.conn = 0;
+        client.pending = None;
+        client.retry_at = retry_at;
+        let (server, session) = (client.server, client.session);
+        self.servers[Self::index(server)].heard.remove(&session);
     }
 
     fn drive_clients(&mut self) {
@@ -789,13 +777,7 @@ impl Cluster {
             }
             if let Some((_, _, sent)) = &self.clients[c].pending {
                 if now - sent > LOST_REQUEST {
-                    let client = &mut self.clients[c];
-                    client.pending = None;
-                    client.connected = false;
-                    client.conn = 0;
-                    client.retry_at = now;
-                    let (server, session) = (client.server, client.session);
-                    self.servers[Self::index(server)].heard.remove(&session);
+                    self.close_connection(c, now);
                 }
                 continue;
             }
@@ -886,13 +868,7 @@ impl Cluster {
             .is_err()
         {
             // Refused at once (no leader): the server closes the connection.
-            let client = &mut self.clients[c];
-            client.pending = None;
-            client.connected = false;
-            client.conn = 0;
-            client.retry_at = now + 50;
-            let session = client.session;
-            self.servers[i].heard.remove(&session);
+            self.close_connection(c, now + 50);
         }
     }
 
