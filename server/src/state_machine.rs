@@ -22,7 +22,7 @@ use crate::liveness::LivenessEvent;
 use crate::server::{ConnId, Outbound, Shared};
 use crate::store::snapshot::{LoadedSnapshot, SnapshotDir};
 use crate::tree::WatchTrigger;
-use crate::txn::Txn;
+use crate::txn::{Origin, Txn};
 use crate::wait::Completion;
 use crate::watch::{Change, WatchRegistry};
 
@@ -192,10 +192,10 @@ impl Applier for StateMachine {
         Box::new(move |out: &mut dyn std::io::Write| image.write_to(out))
     }
 
-    fn dropped(&mut self, proposal: &[u8]) {
-        if let Ok(txn) = Txn::decode(bytes::Bytes::copy_from_slice(proposal)) {
+    fn dropped(&mut self, head: &[u8]) {
+        if let Some(origin) = Origin::from_txn_head(head) {
             self.shared.waits.complete(
-                txn.origin,
+                origin,
                 Completion {
                     zxid: 0,
                     result: Err(paddock_wire::ErrorCode::ConnectionLoss),

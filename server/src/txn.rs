@@ -23,6 +23,20 @@ pub struct Origin {
     pub request: u64,
 }
 
+/// The bytes that start every encoded txn: its origin.
+pub const ORIGIN_LEN: usize = 16;
+
+impl Origin {
+    /// The origin at the head of an encoded txn, from its first [`ORIGIN_LEN`] bytes.
+    pub fn from_txn_head(head: &[u8]) -> Option<Origin> {
+        let mut r = Reader::new(Bytes::copy_from_slice(head.get(..ORIGIN_LEN)?));
+        Some(Origin {
+            server: r.read_i64().ok()? as u64,
+            request: r.read_i64().ok()? as u64,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Txn {
     pub origin: Origin,
@@ -211,6 +225,27 @@ mod tests {
             };
             assert_eq!(Txn::decode(Bytes::from(txn.encode())), Ok(txn));
         }
+    }
+
+    #[test]
+    fn the_origin_is_read_from_a_txns_head_alone() {
+        let origin = Origin {
+            server: 2,
+            request: 0x1234_5678_9abc,
+        };
+        let txn = Txn {
+            origin,
+            session_id: 1,
+            xid: 1,
+            conn: 3,
+            seq: 4,
+            time: 5,
+            caller: Vec::new(),
+            kind: TxnKind::CloseSession,
+        };
+        let encoded = txn.encode();
+        assert_eq!(Origin::from_txn_head(&encoded[..ORIGIN_LEN]), Some(origin));
+        assert_eq!(Origin::from_txn_head(&encoded[..ORIGIN_LEN - 1]), None);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use raft::{RawNode, SnapshotStatus, StateRole};
 use crate::fatal::fatal;
 use crate::monotonic::AtomicInstant;
 use crate::store::DurableStorage;
+use crate::txn::ORIGIN_LEN;
 
 use super::contact::QuorumContact;
 use super::logger::raft_logger;
@@ -34,7 +35,8 @@ pub trait Applier: Send + 'static {
     /// a read now sees every write committed before it was asked for.
     fn read_ready(&mut self, request: u64);
     /// raft refused to take a proposal (no leader known): it will never commit.
-    fn dropped(&mut self, proposal: &[u8]);
+    /// `head` is the proposal's first [`ORIGIN_LEN`] bytes.
+    fn dropped(&mut self, head: &[u8]);
     /// Replaces the whole state with a snapshot the leader sent: its payload is in the
     /// message, or (streamed) in dataDir under the snapshot's index.
     fn restore(&mut self, snapshot: &Snapshot);
@@ -460,11 +462,16 @@ impl<A: Applier> RaftLoop<A> {
     fn handle(&mut self, input: Input) {
         let result = match input {
             Input::Propose(data) => {
-                let proposed = self.replica.node.propose(vec![], data.clone());
+                // The txn's head names its waiter; kept (not the whole txn) in case
+                // raft refuses it, so the write path copies nothing.
+                let mut head = [0u8; ORIGIN_LEN];
+                let kept = data.len().min(ORIGIN_LEN);
+                head[..kept].copy_from_slice(&data[..kept]);
+                let proposed = self.replica.node.propose(vec![], data);
                 if proposed.is_err() {
                     // No leader to take it (raft-rs drops proposals then): its waiter
                     // learns at once rather than when it times out.
-                    self.applier.dropped(&data);
+                    self.applier.dropped(&head[..kept]);
                 }
                 proposed
             }
