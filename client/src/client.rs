@@ -543,6 +543,45 @@ impl Client {
         let _ = self.inner.commands.send(Command::DropConnection { pause });
     }
 
+    /// `getChildren` sent now, not when first polled: pipelined listings then reach
+    /// the server in the order they were made.
+    pub(crate) fn get_children_now(
+        &self,
+        path: &str,
+    ) -> impl std::future::Future<Output = Result<Vec<String>, Error>> + Send + 'static {
+        let reply = self
+            .watched(path, false)
+            .map(|request| self.send_now(Request::GetChildren(request)));
+        async move {
+            match reply?.await? {
+                Response::GetChildren { children } => Ok(children),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    /// Hands `request` to the session at once and returns the wait for its reply.
+    fn send_now(
+        &self,
+        request: Request,
+    ) -> impl std::future::Future<Output = Result<Response, Error>> + Send + 'static {
+        let (reply, rx) = oneshot::channel();
+        let command = Command::Request {
+            request,
+            reply,
+            effect: None,
+        };
+        let sent = self.inner.commands.send(command).is_ok();
+        let view = self.inner.view.clone();
+        let terminal = move || view.state.borrow().terminal_error();
+        async move {
+            if !sent {
+                return Err(terminal());
+            }
+            rx.await.unwrap_or_else(|_| Err(terminal()))
+        }
+    }
+
     /// Sends one request and waits for its reply.
     pub(crate) async fn call(
         &self,

@@ -39,8 +39,10 @@ mod connect_string;
 pub mod error;
 pub mod options;
 pub mod recipes;
+pub mod retry;
 mod session;
 pub mod state;
+mod subtree;
 pub mod transaction;
 pub mod watch;
 

@@ -9,6 +9,8 @@
 //! - [`barrier`]: [`Barrier`] and [`DoubleBarrier`].
 //! - [`queue`]: [`Queue`], a priority FIFO.
 //! - [`counter`]: [`Counter`], compare-and-set on the node's version.
+//! - [`watchers`]: [`DataWatch`] and [`ChildrenWatch`], a node's data or children after
+//!   every change.
 
 pub mod barrier;
 pub mod counter;
@@ -17,6 +19,7 @@ pub mod lock;
 pub mod queue;
 pub mod rwlock;
 pub mod semaphore;
+pub mod watchers;
 
 pub use barrier::{Barrier, DoubleBarrier};
 pub use counter::Counter;
@@ -25,33 +28,14 @@ pub use lock::{Lock, LockGuard};
 pub use queue::Queue;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, SemaphoreLease};
+pub use watchers::{ChildrenWatch, DataWatch};
 
-use paddock_wire::path;
+use crate::{Client, Error, ErrorCode};
 
-use crate::{Client, CreateMode, Error, ErrorCode};
-
-/// Creates `path` and any missing ancestors as empty persistent nodes (kazoo's
-/// `ensure_path`). Nodes that already exist are left alone.
+/// Creates `path` and any missing ancestors (kazoo's `ensure_path`); the same as
+/// [`Client::ensure_path`].
 pub async fn ensure_path(client: &Client, path: &str) -> Result<(), Error> {
-    if path == "/" || client.exists(path).await?.is_some() {
-        return Ok(());
-    }
-    let mut missing = vec![path];
-    let mut current = path;
-    while let Some(parent) = path::parent(current) {
-        if parent == "/" || client.exists(parent).await?.is_some() {
-            break;
-        }
-        missing.push(parent);
-        current = parent;
-    }
-    for node in missing.into_iter().rev() {
-        match client.create(node, b"", CreateMode::Persistent).await {
-            Ok(_) | Err(Error::Keeper(ErrorCode::NodeExists)) => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
+    client.ensure_path(path).await
 }
 
 /// 32 random hex digits, like Python's `uuid.uuid4().hex` that kazoo puts in its node

@@ -5,6 +5,7 @@ mod chroot;
 mod crud;
 mod election;
 mod ensemble;
+mod helpers;
 mod interop;
 mod lock;
 mod multi;

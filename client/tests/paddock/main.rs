@@ -9,6 +9,8 @@ mod crud;
 mod election;
 #[path = "../it/ensemble.rs"]
 mod ensemble;
+#[path = "../it/helpers.rs"]
+mod helpers;
 #[path = "../it/interop.rs"]
 mod interop;
 #[path = "../it/lock.rs"]
