@@ -543,6 +543,29 @@ impl Client {
         let _ = self.inner.commands.send(Command::DropConnection { pause });
     }
 
+    /// How many connections the session has had so far (1 after `connect`): it grows on
+    /// every reconnect, which a cache compares to know when to resync.
+    pub(crate) fn connection_epoch(&self) -> u64 {
+        self.inner.view.info().connections
+    }
+
+    /// `getData` sent now, not when first polled: pipelined reads then reach the server
+    /// in the order they were made, and their replies reflect states in that order.
+    pub(crate) fn get_data_now(
+        &self,
+        path: &str,
+    ) -> impl std::future::Future<Output = Result<(Bytes, Stat), Error>> + Send + 'static {
+        let reply = self
+            .watched(path, false)
+            .map(|request| self.send_now(Request::GetData(request)));
+        async move {
+            match reply?.await? {
+                Response::GetData { data, stat } => Ok((data.bytes(), stat)),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
     /// `getChildren` sent now, not when first polled: pipelined listings then reach
     /// the server in the order they were made.
     pub(crate) fn get_children_now(

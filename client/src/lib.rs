@@ -25,6 +25,8 @@
 //!   jittered).
 //! - `connect_string`: `host:port,...[/chroot]` and the chroot.
 //! - [`error`]: [`Error`], with [`Error::code`] mapping onto ZooKeeper's codes.
+//! - [`cache`]: [`TreeCache`](cache::TreeCache), [`NodeCache`](cache::NodeCache) and
+//!   [`ChildrenCache`](cache::ChildrenCache), mirrors that never miss a change.
 //! - [`recipes`]: locks, read/write locks, semaphore, leader election, barriers, queue
 //!   and counter, in kazoo's node layouts so they interoperate with it.
 //!
@@ -34,6 +36,7 @@
 #![warn(missing_docs)]
 
 mod backoff;
+pub mod cache;
 mod client;
 mod connect_string;
 pub mod error;

@@ -1,6 +1,8 @@
 //! Integration tests of paddock-client against a real server: Apache ZooKeeper 3.8
 //! started here, or the server named by `PADDOCK_TEST_SERVER` (see `support`).
 
+mod cache;
+mod cache_kill;
 mod chroot;
 mod crud;
 mod election;

@@ -1,6 +1,10 @@
 //! The client's integration tests (`tests/it`), run against Paddock instead of Apache
 //! ZooKeeper: the same test code and expectations, a different server.
 
+#[path = "../it/cache.rs"]
+mod cache;
+#[path = "../it/cache_kill.rs"]
+mod cache_kill;
 #[path = "../it/chroot.rs"]
 mod chroot;
 #[path = "../it/crud.rs"]
