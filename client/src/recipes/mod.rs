@@ -5,6 +5,11 @@
 //!   only its predecessor; every grant carries a fencing token.
 //! - [`rwlock`]: [`ReadWriteLock`], the shared/exclusive pair on one path.
 //! - [`election`]: [`Election`], leadership as holding a lock, with a loss signal.
+//! - [`leader_latch`]: [`LeaderLatch`], Curator's latch: leader or not at any moment,
+//!   with a listener.
+//! - [`multilock`]: [`MultiLock`], several locks taken as one.
+//! - [`party`]: [`Party`] and [`ShallowParty`], group membership.
+//! - [`persistent_node`]: [`PersistentNode`], a node kept in existence.
 //! - [`semaphore`]: [`Semaphore`], a lease pool.
 //! - [`barrier`]: [`Barrier`] and [`DoubleBarrier`].
 //! - [`queue`]: [`Queue`], a priority FIFO.
@@ -15,7 +20,11 @@
 pub mod barrier;
 pub mod counter;
 pub mod election;
+pub mod leader_latch;
 pub mod lock;
+pub mod multilock;
+pub mod party;
+pub mod persistent_node;
 pub mod queue;
 pub mod rwlock;
 pub mod semaphore;
@@ -24,7 +33,11 @@ pub mod watchers;
 pub use barrier::{Barrier, DoubleBarrier};
 pub use counter::Counter;
 pub use election::{Election, Leadership};
+pub use leader_latch::{LatchState, LeaderLatch};
 pub use lock::{Lock, LockGuard};
+pub use multilock::{MultiLock, MultiLockGuard};
+pub use party::{Party, ShallowParty};
+pub use persistent_node::{NodeState, PersistentNode};
 pub use queue::Queue;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, SemaphoreLease};

@@ -10,6 +10,7 @@ mod ensemble;
 mod helpers;
 mod interop;
 mod lock;
+mod membership;
 mod multi;
 mod persistent;
 mod recipes;

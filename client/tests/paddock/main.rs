@@ -19,6 +19,8 @@ mod helpers;
 mod interop;
 #[path = "../it/lock.rs"]
 mod lock;
+#[path = "../it/membership.rs"]
+mod membership;
 #[path = "../it/multi.rs"]
 mod multi;
 #[path = "../it/persistent.rs"]
