@@ -13,6 +13,7 @@
 //! - [`semaphore`]: [`Semaphore`], a lease pool.
 //! - [`barrier`]: [`Barrier`] and [`DoubleBarrier`].
 //! - [`queue`]: [`Queue`], a priority FIFO.
+//! - [`locking_queue`]: [`LockingQueue`], entries locked while worked on.
 //! - [`counter`]: [`Counter`], compare-and-set on the node's version.
 //! - [`watchers`]: [`DataWatch`] and [`ChildrenWatch`], a node's data or children after
 //!   every change.
@@ -22,6 +23,7 @@ pub mod counter;
 pub mod election;
 pub mod leader_latch;
 pub mod lock;
+pub mod locking_queue;
 pub mod multilock;
 pub mod party;
 pub mod persistent_node;
@@ -35,6 +37,7 @@ pub use counter::Counter;
 pub use election::{Election, Leadership};
 pub use leader_latch::{LatchState, LeaderLatch};
 pub use lock::{Lock, LockGuard};
+pub use locking_queue::{LockedEntry, LockingQueue};
 pub use multilock::{MultiLock, MultiLockGuard};
 pub use party::{Party, ShallowParty};
 pub use persistent_node::{NodeState, PersistentNode};
