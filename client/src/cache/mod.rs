@@ -1,6 +1,7 @@
 //! Caches: an in-memory mirror of a node ([`NodeCache`]), of a node's children
 //! ([`ChildrenCache`]) or of a whole subtree ([`TreeCache`]), kept current by a
-//! persistent watch (ZooKeeper 3.6+), with a stream of what changed
+//! persistent watch (ZooKeeper 3.6+; one-shot watches on older servers), with a
+//! stream of what changed
 //! ([`CacheEvents`]), as Curator's `CuratorCache` (and its older `NodeCache`,
 //! `PathChildrenCache`, `TreeCache`) offer.
 //!
@@ -61,8 +62,10 @@
 //! # Layout
 //! - `mirror`: the pure core, the nodes and the events each observation makes.
 //! - `sync`: the task: the watch, the pipelined reads, the resyncs.
+//! - `one_shot`: the same task on one-shot watches, for servers before ZooKeeper 3.6.
 
 mod mirror;
+mod one_shot;
 mod sync;
 
 use std::collections::BTreeMap;
@@ -101,6 +104,7 @@ pub struct TreeCacheBuilder {
     path: String,
     max_depth: usize,
     capacity: usize,
+    one_shot: bool,
 }
 
 impl TreeCacheBuilder {
@@ -117,6 +121,15 @@ impl TreeCacheBuilder {
         self
     }
 
+    /// Use one-shot watches (a data watch per node, a child watch per parent, as
+    /// Curator's older `TreeCache`) instead of one persistent recursive watch. The cache
+    /// falls back to them by itself on a server without persistent watches (ZooKeeper
+    /// before 3.6); the guarantees are the same, at the cost of a watch per node.
+    pub fn one_shot_watches(mut self, one_shot: bool) -> Self {
+        self.one_shot = one_shot;
+        self
+    }
+
     /// Starts the cache (a tokio task; needs a runtime). Returns at once: wait for
     /// [`TreeCache::initialized`], or for `Initialized` on the stream.
     pub fn start(self) -> Result<(TreeCache, CacheEvents), Error> {
@@ -124,6 +137,7 @@ impl TreeCacheBuilder {
             root: self.path,
             max_depth: self.max_depth,
             root_events: true,
+            one_shot: self.one_shot,
         };
         TreeCache::spawn(&self.client, scope, self.capacity)
     }
@@ -137,6 +151,7 @@ impl TreeCache {
             path: path.to_owned(),
             max_depth: usize::MAX,
             capacity: DEFAULT_EVENT_CAPACITY,
+            one_shot: false,
         }
     }
 
@@ -259,6 +274,7 @@ impl NodeCache {
             root: path.to_owned(),
             max_depth: 0,
             root_events: true,
+            one_shot: false,
         };
         let (tree, events) = TreeCache::spawn(client, scope, DEFAULT_EVENT_CAPACITY)?;
         Ok((NodeCache { tree }, events))
@@ -299,6 +315,7 @@ impl ChildrenCache {
             root: path.to_owned(),
             max_depth: 1,
             root_events: false,
+            one_shot: false,
         };
         let (tree, events) = TreeCache::spawn(client, scope, DEFAULT_EVENT_CAPACITY)?;
         Ok((ChildrenCache { tree }, events))

@@ -24,7 +24,7 @@ use crate::Client;
 
 /// Reads in flight at most: enough to keep a link busy, few enough that a burst of
 /// events waits in the watch's queue rather than as requests.
-const WINDOW: usize = 256;
+pub(super) const WINDOW: usize = 256;
 /// Nodes read at once by a resync.
 const WALK_BATCH: usize = 256;
 
@@ -64,12 +64,14 @@ pub(crate) struct Scope {
     pub max_depth: usize,
     /// Whether the root's own events are reported (a children cache leaves them out).
     pub root_events: bool,
+    /// One-shot watches instead of a persistent one (see `one_shot`).
+    pub one_shot: bool,
 }
 
 pub(crate) type EventSender = mpsc::Sender<Result<CacheEvent, Error>>;
 
 /// Why the task stopped.
-enum End {
+pub(super) enum End {
     /// Every handle is gone, or the event receiver was dropped and the handles too.
     Stopped,
     Failed(Error),
@@ -111,6 +113,9 @@ impl Syncer {
     }
 
     async fn serve(&mut self) -> End {
+        if self.scope.one_shot {
+            return self.serve_one_shot().await;
+        }
         let mut states = self.client.state_watcher();
         loop {
             // The watch first, then the read: a change after the read fires the watch.
@@ -118,6 +123,11 @@ impl Syncer {
             let mut watch = match self.client.add_watch(&self.scope.root, self.mode()).await {
                 Ok(watch) => watch,
                 Err(err) if err.is_retryable() => continue,
+                // A server before ZooKeeper 3.6 knows no persistent watches.
+                Err(Error::Keeper(ErrorCode::Unimplemented)) => {
+                    tracing::info!(root = %self.scope.root, "no persistent watches: the cache uses one-shot watches");
+                    return self.serve_one_shot().await;
+                }
                 Err(err) => return End::Failed(err),
             };
             let mut epoch = match self.resync(epoch).await {
@@ -305,7 +315,7 @@ impl Syncer {
     }
 
     /// Applies a change to the mirror and sends its events, in order.
-    async fn change(
+    pub(super) async fn change(
         &mut self,
         change: impl FnOnce(&mut Mirror) -> Vec<CacheEvent>,
     ) -> Result<(), End> {
@@ -321,7 +331,7 @@ impl Syncer {
 
     /// Sends one event, waiting while the consumer is behind (so the cache holds no
     /// history of its own); a consumer that went away is no reason to stop mirroring.
-    async fn send(&mut self, event: CacheEvent) -> Result<(), End> {
+    pub(super) async fn send(&mut self, event: CacheEvent) -> Result<(), End> {
         tokio::select! {
             _ = self.events.send(Ok(event)) => Ok(()),
             _ = self.stop.changed() => Err(End::Stopped),

@@ -87,6 +87,17 @@ async fn write_once(client: &Client, root: &str, rng: &mut Rng, n: usize, histor
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_cache_misses_nothing_when_its_server_is_killed_mid_stream() {
+    misses_nothing_when_its_server_is_killed(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_tree_cache_misses_nothing_when_its_server_is_killed_mid_stream() {
+    misses_nothing_when_its_server_is_killed(true).await;
+}
+
+// A test body, run by two tests (one per watch mode).
+#[allow(clippy::unwrap_used)]
+async fn misses_nothing_when_its_server_is_killed(one_shot: bool) {
     crate::support::init_tracing();
     within(Duration::from_secs(240), async {
         let servers = tokio::task::spawn_blocking(|| start_ensemble(3))
@@ -115,7 +126,10 @@ async fn a_tree_cache_misses_nothing_when_its_server_is_killed_mid_stream() {
                 .await
                 .unwrap();
         }
-        let (cache, mut events) = TreeCache::start(&cache_client, &root).unwrap();
+        let (cache, mut events) = TreeCache::builder(&cache_client, &root)
+            .one_shot_watches(one_shot)
+            .start()
+            .expect("start the cache");
 
         // The consumer: applies every event, checking the rules, until the writer's
         // last node appears.
@@ -193,7 +207,7 @@ async fn a_tree_cache_misses_nothing_when_its_server_is_killed_mid_stream() {
             "only {reported} events for {WRITES} writes"
         );
         eprintln!(
-            "cache_kill: killed {}, cache moved to {}, {} events ({reported} created or changed)",
+            "cache_kill (one-shot: {one_shot}): killed {}, cache moved to {}, {} events ({reported} created or changed)",
             hosts[victim],
             cache_client.server_addr().unwrap(),
             replay.events.len()
