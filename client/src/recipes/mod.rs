@@ -10,6 +10,7 @@
 //! - [`multilock`]: [`MultiLock`], several locks taken as one.
 //! - [`party`]: [`Party`] and [`ShallowParty`], group membership.
 //! - [`persistent_node`]: [`PersistentNode`], a node kept in existence.
+//! - [`ttl_node`]: [`TtlNode`], a node that outlives its owner by a TTL at most.
 //! - [`semaphore`]: [`Semaphore`], a lease pool.
 //! - [`barrier`]: [`Barrier`] and [`DoubleBarrier`].
 //! - [`queue`]: [`Queue`], a priority FIFO.
@@ -30,6 +31,7 @@ pub mod persistent_node;
 pub mod queue;
 pub mod rwlock;
 pub mod semaphore;
+pub mod ttl_node;
 pub mod watchers;
 
 pub use barrier::{Barrier, DoubleBarrier};
@@ -44,6 +46,7 @@ pub use persistent_node::{NodeState, PersistentNode};
 pub use queue::Queue;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, SemaphoreLease};
+pub use ttl_node::TtlNode;
 pub use watchers::{ChildrenWatch, DataWatch};
 
 use crate::{Client, Error, ErrorCode};

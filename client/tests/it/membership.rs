@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use paddock_client::recipes::{
     LatchState, LeaderLatch, Lock, MultiLock, NodeState, Party, PersistentNode, ShallowParty,
+    TtlNode,
 };
 use paddock_client::{Client, CreateMode, Error, EventType, SessionState};
 
@@ -250,6 +251,48 @@ async fn a_multilock_holds_all_or_nothing() {
             .unwrap();
         assert!(Lock::new(&a, &one).try_acquire().await.unwrap().is_none());
         held.release().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_ttl_node_lives_while_touched_and_goes_a_ttl_after_its_owner() {
+    within(LIMIT, async {
+        let path = format!("{}/worker", unique("ttl-node"));
+        let observer = connect().await;
+        let short = connect_with(options(2_000)).await;
+        let ttl = Duration::from_secs(2);
+        let node = TtlNode::start(&short, &path, b"busy", ttl).unwrap();
+        assert_eq!(node.wait_created().await.unwrap(), path);
+        // Well past its TTL, the touched node is still there.
+        tokio::time::sleep(ttl * 2).await;
+        observer.sync(&path).await.unwrap();
+        assert_eq!(&observer.get_data(&path).await.unwrap().0[..], b"busy");
+        assert!(observer
+            .exists(&format!("{path}/touch"))
+            .await
+            .unwrap()
+            .is_some());
+
+        // The owner vanishes (its session expires without a close): the node goes.
+        short.debug_drop_connection(Duration::from_secs(3600));
+        let mut gone = false;
+        for _ in 0..100 {
+            let (stat, changed) = observer.exists_w(&path).await.unwrap();
+            if stat.is_none() {
+                gone = true;
+                break;
+            }
+            within(Duration::from_secs(30), changed).await.unwrap();
+        }
+        assert!(gone, "the TTL node outlived its owner");
+        drop(node);
+
+        // Closed, it goes at once.
+        let node = TtlNode::start(&observer, &path, b"", ttl).unwrap();
+        node.wait_created().await.unwrap();
+        node.close().await.unwrap();
+        assert!(observer.exists(&path).await.unwrap().is_none());
     })
     .await;
 }

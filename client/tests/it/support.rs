@@ -100,6 +100,9 @@ rm -rf "$dir""#;
                 command
                     .arg("java")
                     .arg("-Xmx256m")
+                    // TTL and container nodes checked every 500 ms (default: a minute),
+                    // as Paddock checks them every tick.
+                    .arg("-Dznode.container.checkIntervalMs=500")
                     .arg("-cp")
                     .arg(classpath)
                     .arg(ZK_MAIN)
