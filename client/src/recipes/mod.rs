@@ -9,6 +9,7 @@
 //!   with a listener.
 //! - [`multilock`]: [`MultiLock`], several locks taken as one.
 //! - [`party`]: [`Party`] and [`ShallowParty`], group membership.
+//! - [`partitioner`]: [`SetPartitioner`], a set divided among a party's members.
 //! - [`persistent_node`]: [`PersistentNode`], a node kept in existence.
 //! - [`ttl_node`]: [`TtlNode`], a node that outlives its owner by a TTL at most.
 //! - [`semaphore`]: [`Semaphore`], a lease pool.
@@ -26,6 +27,7 @@ pub mod leader_latch;
 pub mod lock;
 pub mod locking_queue;
 pub mod multilock;
+pub mod partitioner;
 pub mod party;
 pub mod persistent_node;
 pub mod queue;
@@ -41,6 +43,7 @@ pub use leader_latch::{LatchState, LeaderLatch};
 pub use lock::{Lock, LockGuard};
 pub use locking_queue::{LockedEntry, LockingQueue};
 pub use multilock::{MultiLock, MultiLockGuard};
+pub use partitioner::{Partition, SetPartitioner};
 pub use party::{Party, ShallowParty};
 pub use persistent_node::{NodeState, PersistentNode};
 pub use queue::Queue;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use paddock_client::recipes::{
-    LatchState, LeaderLatch, Lock, MultiLock, NodeState, Party, PersistentNode, ShallowParty,
-    TtlNode,
+    LatchState, LeaderLatch, Lock, MultiLock, NodeState, Party, PersistentNode, SetPartitioner,
+    ShallowParty, TtlNode,
 };
 use paddock_client::{Client, CreateMode, Error, EventType, SessionState};
 
@@ -293,6 +293,72 @@ async fn a_ttl_node_lives_while_touched_and_goes_a_ttl_after_its_owner() {
         node.wait_created().await.unwrap();
         node.close().await.unwrap();
         assert!(observer.exists(&path).await.unwrap().is_none());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_partitioner_divides_the_set_and_again_when_a_member_leaves() {
+    within(Duration::from_secs(90), async {
+        let path = unique("partitioner");
+        let items: Vec<String> = (0..6).map(|i| format!("item-{i}")).collect();
+        let mut clients = Vec::new();
+        let mut members = Vec::new();
+        for i in 0..3 {
+            let client = connect().await;
+            members.push(
+                SetPartitioner::new(&client, &path, items.clone(), &format!("w{i}"))
+                    .settle_time(Duration::from_millis(300)),
+            );
+            clients.push(client);
+        }
+        // Every member joins before any divides, so the first division is final.
+        for member in &members {
+            member.join().await.unwrap();
+        }
+        let acquired = within(
+            Duration::from_secs(60),
+            futures::future::try_join_all(members.iter().map(|m| m.acquire())),
+        )
+        .await
+        .unwrap();
+        let mut all: Vec<String> = Vec::new();
+        for partition in &acquired {
+            assert_eq!(partition.items().len(), 2, "{:?}", partition.items());
+            all.extend(partition.items().iter().cloned());
+        }
+        all.sort();
+        assert_eq!(all, items, "the shares overlap or miss an item");
+
+        // w2 leaves: the others are told, give their shares back and divide again.
+        let mut acquired = acquired;
+        let leaving = acquired.pop().unwrap();
+        leaving.release().await.unwrap();
+        members[2].leave().await.unwrap();
+        let mut again = Vec::new();
+        for (member, partition) in members.iter().zip(acquired) {
+            within(Duration::from_secs(20), partition.changed())
+                .await
+                .unwrap();
+            partition.release().await.unwrap();
+            again.push(member);
+        }
+        let acquired = within(
+            Duration::from_secs(60),
+            futures::future::try_join_all(again.iter().map(|m| m.acquire())),
+        )
+        .await
+        .unwrap();
+        let mut all: Vec<String> = Vec::new();
+        for partition in &acquired {
+            assert_eq!(partition.items().len(), 3, "{:?}", partition.items());
+            all.extend(partition.items().iter().cloned());
+        }
+        all.sort();
+        assert_eq!(all, items);
+        for partition in acquired {
+            partition.release().await.unwrap();
+        }
     })
     .await;
 }
