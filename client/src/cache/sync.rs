@@ -108,8 +108,12 @@ impl Syncer {
         self.shared
             .status
             .send_replace(Status::Ended(error.clone()));
-        // The consumer learns why the events stop, unless it is gone or stalled.
-        let _ = self.events.try_send(Err(error));
+        // The consumer learns why the events stop, once it has read the rest; a cache
+        // dropped meanwhile need not wait for it.
+        tokio::select! {
+            _ = self.events.send(Err(error)) => {}
+            _ = self.stop.changed() => {}
+        }
     }
 
     async fn serve(&mut self) -> End {
