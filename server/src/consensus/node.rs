@@ -328,8 +328,9 @@ impl Consensus {
 }
 
 struct RaftLoop<A: Applier> {
-    /// Set at shutdown. The applier holds the server state, which holds a Proposer, so
-    /// the input channel alone never disconnects.
+    /// Set at shutdown. The input channel does not disconnect on its own: the log
+    /// writer's fsync hook and the transport send on it, and this loop owns the one and
+    /// outlives the other. (The applier holds no sender: applying never proposes.)
     stop: Arc<AtomicBool>,
     /// raft-rs's node with the vote guard, the quorum contact and the wiped-follower
     /// repair around it.
