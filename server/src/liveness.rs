@@ -40,6 +40,8 @@
 
 mod core;
 #[cfg(test)]
+mod task_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
@@ -121,15 +123,12 @@ pub async fn run(task: LivenessTask, mut events: LivenessEvents) {
     let period = (task.tick_time / 10).max(Duration::from_millis(1));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut core = LivenessCore::new(serving_window(task.tick_time), Instant::now());
+    let mut core = LivenessCore::new(serving_window(task.tick_time), now());
     loop {
         let actions = tokio::select! {
-            _ = ticker.tick() => {
-                let now = Instant::now();
-                core.tick(task.view(), task.conns.heard(), now)
-            }
+            _ = ticker.tick() => core.tick(task.view(), task.conns.heard(), now()),
             event = events.rx.recv() => match event {
-                Some(event) => core.on_event(event, task.view(), Instant::now()),
+                Some(event) => core.on_event(event, task.view(), now()),
                 None => return,
             },
             _ = task.shutdown.cancelled() => return,
@@ -138,6 +137,12 @@ pub async fn run(task: LivenessTask, mut events: LivenessEvents) {
             task.carry_out(action);
         }
     }
+}
+
+/// The task's clock is tokio's (the same as the system's, except in tests that pause
+/// it), so a test can step the task through its windows without waiting.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 impl LivenessTask {

@@ -223,6 +223,13 @@ impl Status {
         self.applied.load(Ordering::Acquire)
     }
 
+    /// What the raft loop would publish on a follower of `leader`.
+    #[cfg(test)]
+    pub fn set_follower_of(&self, leader: u64) {
+        self.role.store(Role::Follower as u8, Ordering::Release);
+        self.leader.store(leader, Ordering::Release);
+    }
+
     /// On the leader, when it last had a quorum answering it; `None` elsewhere.
     pub fn leader_contact(&self) -> Option<Instant> {
         self.leader_contact.load()
