@@ -1,0 +1,5 @@
+//! `paddock-loadgen` as a user runs it: one module per scenario.
+
+mod cli;
+mod multi;
+mod support;
