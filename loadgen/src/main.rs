@@ -12,6 +12,7 @@ use paddock_loadgen::{merge, plot, report, run, Plan};
 #[derive(Debug, Parser)]
 #[command(
     name = "paddock-loadgen merge",
+    bin_name = "paddock-loadgen merge",
     about = "Combines the --hist-log files of several paddock-loadgen processes (one \
              load, run from several machines) into one report: summed throughput, \
              exact percentiles of the combined samples, the same tables and plot"

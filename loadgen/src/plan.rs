@@ -107,13 +107,16 @@ pub struct Plan {
     /// Print one machine-readable summary line (JSON) instead of the text summary.
     #[arg(long)]
     pub json: bool,
-    /// Write the per-interval series to this CSV file.
+    /// Write the per-interval series to this CSV file: the live columns, then each
+    /// operation's count, failures, mean, p50, p95, p99, p99.9 and max.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Draw TPS and latency over time into this SVG file.
+    /// Draw TPS, and mean and p99 response time, over time into this SVG file
+    /// (pub/sub: also the eventStat and dataStat distributions).
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// The parent znode of every path; created at the start, deleted at the end.
+    /// The parent znode of every process's paths: created if missing, and deleted at
+    /// the end by the last process using it.
     #[arg(long, default_value = "/paddock-loadgen")]
     pub root: String,
     /// Session timeout asked for, in seconds.

@@ -40,7 +40,11 @@ pub fn write_svg(
         .x_label_area_size(30)
         .y_label_area_size(60)
         .build_cartesian_2d(0.0..t_max, 0.0..tps_max)?;
-    tps.configure_mesh().x_desc("s").y_desc(what).draw()?;
+    tps.configure_mesh()
+        .max_light_lines(0)
+        .x_desc("s")
+        .y_desc(what)
+        .draw()?;
     tps.draw_series(LineSeries::new(
         rows.iter().map(|r| (r.t, r.recent_tps)),
         &BLUE,
@@ -55,7 +59,11 @@ pub fn write_svg(
         .x_label_area_size(30)
         .y_label_area_size(60)
         .build_cartesian_2d(0.0..t_max, 0.0..rsp_max)?;
-    rsp.configure_mesh().x_desc("s").y_desc("ms").draw()?;
+    rsp.configure_mesh()
+        .max_light_lines(0)
+        .x_desc("s")
+        .y_desc("ms")
+        .draw()?;
     rsp.draw_series(LineSeries::new(
         rows.iter().map(|r| (r.t, r.recent_rsp_time)),
         &GREEN,
@@ -100,14 +108,20 @@ pub fn write_svg(
                 ("sans-serif", 18),
             )
             .margin(10)
+            // Room for the last label, p99.9, at the right edge.
+            .margin_right(30)
             .x_label_area_size(30)
             .y_label_area_size(60)
             .build_cartesian_2d(0.0..NINES, 0.0..y_max)?;
         dist.configure_mesh()
+            .max_light_lines(0)
+            // One label per nine: p0, p90, p99, p99.9.
+            .x_labels(4)
             .x_desc("percentile")
             .x_label_formatter(&|x| {
                 let q = 100.0 * (1.0 - 10f64.powf(-x));
-                format!("p{q:.1}")
+                let label = format!("{q:.1}");
+                format!("p{}", label.trim_end_matches(".0"))
             })
             .y_desc("ms")
             .draw()?;

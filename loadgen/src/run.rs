@@ -157,19 +157,21 @@ async fn drive(
                 }
                 () = tokio::time::sleep_until(wake.into()) => {}
             }
-            if Instant::now() >= next_row {
-                let interval = take(&stats, &mut start);
-                emit(&interval, &mut log, &mut series, &mut live)?;
-                while next_row <= Instant::now() {
-                    next_row += every;
-                }
-            }
+            // The end first: its interval is taken below, after closing, so the last
+            // row is never an empty sliver next to a tick.
             let done = match plan.stop_at() {
                 StopAt::Elapsed(limit) => since.elapsed() >= limit,
                 StopAt::Requests(n) => stats.done(counted) >= n,
             };
             if done {
                 break;
+            }
+            if Instant::now() >= next_row {
+                let interval = take(&stats, &mut start);
+                emit(&interval, &mut log, &mut series, &mut live)?;
+                while next_row <= Instant::now() {
+                    next_row += every;
+                }
             }
         }
         // From here on nothing is counted, so the last row and the summary agree.

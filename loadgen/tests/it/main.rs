@@ -2,4 +2,5 @@
 
 mod cli;
 mod multi;
+mod open_loop;
 mod support;
