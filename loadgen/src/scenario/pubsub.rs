@@ -18,12 +18,13 @@
 //!
 //! [`WatchedEvent::received_at`]: paddock_client::WatchedEvent::received_at
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use paddock_client::Client;
+use paddock_client::{Client, WatchedEvent};
 use paddock_wire::{CreateMode, EventType};
 use tokio::sync::Barrier;
 
@@ -123,20 +124,29 @@ pub async fn subscriber(ctx: Ctx, client: Client, group: Arc<Group>) {
             }
         }
         group.barrier.wait().await;
-        take_events(&ctx, &client, &group, armed, timeout).await;
+        let read = |node: String| {
+            let client = &client;
+            async move { client.get_data(&node).await.map(drop) }
+        };
+        take_events(&ctx, &group, armed, timeout, read).await;
         round += 1;
     }
 }
 
-/// Records each armed watch's event as it arrives, and with --get-after-notify reads
+/// Records each armed watch's event as it arrives, and with --get-after-notify `read`s
 /// the node then; returns when every event is in (or missed) and every read is back.
-async fn take_events(
+async fn take_events<Watch, Read, ReadFuture>(
     ctx: &Ctx,
-    client: &Client,
     group: &Group,
-    armed: Vec<(usize, String, paddock_client::WatchFuture)>,
+    armed: Vec<(usize, String, Watch)>,
     timeout: Duration,
-) {
+    read: Read,
+) where
+    Watch: Future<Output = Result<WatchedEvent, paddock_client::Error>>,
+    Read: Fn(String) -> ReadFuture,
+    ReadFuture: Future<Output = Result<(), paddock_client::Error>>,
+{
+    let read = &read;
     let mut events: FuturesUnordered<_> = armed
         .into_iter()
         .map(
@@ -153,8 +163,8 @@ async fn take_events(
                         .record(Op::Event, event.received_at.saturating_duration_since(sent));
                     if ctx.plan.get_after_notify {
                         reads.push(async move {
-                            let read = Instant::now();
-                            (sent, timed(&ctx.stats, Op::GetData, read, client.get_data(&node)).await)
+                            let start = Instant::now();
+                            (sent, timed(&ctx.stats, Op::GetData, start, read(node)).await)
                         });
                     }
                 }
@@ -168,10 +178,96 @@ async fn take_events(
                 }
             },
             Some((sent, read)) = reads.next() => match read {
-                Some(_) => ctx.stats.record(Op::Data, sent.elapsed()),
+                Some(()) => ctx.stats.record(Op::Data, sent.elapsed()),
                 None => ctx.stats.fail(Op::Data),
             },
             else => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use clap::Parser;
+    use paddock_wire::KeeperState;
+    use parking_lot::Mutex;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::plan::Plan;
+    use crate::stats::Stats;
+
+    /// Three events arriving 10, 20 and 30 ms after their creates, each read taking
+    /// 100 ms: eventStat is the arrival, whatever the reads cost, and each read is sent
+    /// as its event arrives (not after the previous path's read).
+    #[tokio::test(start_paused = true)]
+    async fn events_are_timed_on_arrival_and_read_at_once() {
+        let plan = Plan::parse_from([
+            "paddock-loadgen",
+            "--scenario",
+            "pubsub",
+            "--get-after-notify",
+            "--paths-per-conn",
+            "3",
+            "--subs-per-path",
+            "1",
+        ]);
+        let ctx = Ctx {
+            plan: Arc::new(plan),
+            stats: Arc::new(Stats::default()),
+            stop: CancellationToken::new(),
+            base: "/t".into(),
+            load_start: Instant::now(),
+        };
+        let group = Group::new(&ctx, 0);
+        let sent = Instant::now();
+        for j in 0..3 {
+            group.mark_sent(j, sent);
+        }
+        let ms = Duration::from_millis;
+        let armed: Vec<_> = (0..3u64)
+            .map(|j| {
+                let after = ms(10 * (j + 1));
+                let event = WatchedEvent {
+                    event_type: EventType::NodeCreated,
+                    state: KeeperState::SyncConnected,
+                    path: format!("/t/g0-{j}/n0"),
+                    zxid: 1,
+                    received_at: sent + after,
+                };
+                let watch = async move {
+                    tokio::time::sleep(after).await;
+                    Ok(event)
+                };
+                (j as usize, format!("/t/g0-{j}/n0"), watch)
+            })
+            .collect();
+        let t0 = tokio::time::Instant::now();
+        let reads_sent = Mutex::new(Vec::new());
+        take_events(&ctx, &group, armed, ms(10_000), |_node| {
+            reads_sent.lock().push(t0.elapsed());
+            async {
+                tokio::time::sleep(ms(100)).await;
+                Ok(())
+            }
+        })
+        .await;
+
+        assert_eq!(*reads_sent.lock(), [ms(10), ms(20), ms(30)]);
+        let taken = ctx.stats.take(0.0, 1.0);
+        let events = taken.hist(Op::Event);
+        assert_eq!(events.len(), 3);
+        // 3 significant figures: 10 ms and 30 ms within 0.1 %.
+        assert!((9_990..=10_010).contains(&events.min()), "{}", events.min());
+        assert!(
+            (29_970..=30_030).contains(&events.max()),
+            "{}",
+            events.max()
+        );
+        assert_eq!(taken.hist(Op::GetData).len(), 3);
+        assert_eq!(taken.hist(Op::Data).len(), 3);
+        assert_eq!(taken.failures(Op::Event), 0);
     }
 }
