@@ -82,14 +82,23 @@ impl Sampler {
                 let mut out = Vec::new();
                 for server in servers {
                     match tokio::time::timeout(MNTR_TIMEOUT, mntr(server)).await {
-                        Ok(Ok(text)) => out.push(Sample {
-                            t,
-                            server: server.clone(),
-                            source: "mntr".into(),
-                            cpu_percent: None,
-                            rss_bytes: None,
-                            metrics: parse_mntr(&text),
-                        }),
+                        Ok(Ok(text)) => {
+                            let metrics = parse_mntr(&text);
+                            // A server whose whitelist leaves mntr out answers with a
+                            // sentence, not figures: no sample.
+                            if metrics.is_empty() {
+                                tracing::debug!("mntr from {server}: {}", text.trim());
+                                continue;
+                            }
+                            out.push(Sample {
+                                t,
+                                server: server.clone(),
+                                source: "mntr".into(),
+                                cpu_percent: None,
+                                rss_bytes: None,
+                                metrics,
+                            });
+                        }
                         Ok(Err(e)) => tracing::debug!("mntr from {server}: {e}"),
                         Err(_) => tracing::debug!("mntr from {server} timed out"),
                     }
@@ -228,7 +237,9 @@ fn max(values: &[f64]) -> Option<f64> {
 /// The summary's table of server resources.
 pub fn table(usage: &[ServerUsage]) -> String {
     if usage.is_empty() {
-        return "server resources: not sampled\n".into();
+        return "server resources: no samples (--no-server-stats, or the servers' \
+                4lw.commands.whitelist leaves out mntr; --server-pids reads /proc instead)\n"
+            .into();
     }
     let opt = |v: Option<f64>, d: usize| v.map_or("-".to_owned(), |v| format!("{v:.d$}"));
     let mut out = format!(
@@ -299,6 +310,24 @@ mod tests {
         let metrics = parse_mntr(text);
         assert_eq!(metrics.len(), 2);
         assert_eq!(metrics["zk_znode_count"], 42.0);
+    }
+
+    #[tokio::test]
+    async fn an_mntr_refused_by_the_whitelist_is_no_sample() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut word = [0u8; 4];
+            socket.read_exact(&mut word).await.unwrap();
+            socket
+                .write_all(b"mntr is not executed because it is not in the whitelist.\n")
+                .await
+                .unwrap();
+        });
+        let mut sampler = Sampler::new(Source::Mntr(vec![addr]));
+        assert!(sampler.sample(0.0).await.is_empty());
+        server.await.unwrap();
     }
 
     #[test]

@@ -4,4 +4,5 @@ mod cli;
 mod client_ids;
 mod multi;
 mod open_loop;
+mod resources;
 mod support;
