@@ -1,9 +1,11 @@
-//! How to connect: session timeout, credentials, read-only mode.
+//! How to connect: session timeout, credentials, read-only mode, TLS.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use paddock_wire::{Acl, CreateMode, DEFAULT_MAX_FRAME};
+
+use crate::tls::TlsOptions;
 
 /// Options for [`Client::connect`](crate::Client::connect).
 ///
@@ -42,6 +44,8 @@ pub struct ConnectOptions {
     /// almost always a wrong address or a server that is not running. (A library
     /// client usually wants to ride out servers that are restarting.)
     pub fail_fast_when_refused: bool,
+    /// Connect with TLS (to ZooKeeper's `secureClientPort`); `None` for plain TCP.
+    pub tls: Option<TlsOptions>,
 }
 
 impl Default for ConnectOptions {
@@ -54,6 +58,7 @@ impl Default for ConnectOptions {
             session: None,
             max_frame: DEFAULT_MAX_FRAME,
             fail_fast_when_refused: false,
+            tls: None,
         }
     }
 }
