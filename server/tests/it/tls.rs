@@ -536,3 +536,38 @@ fn peer_port_of(server: &Server) -> u16 {
         .and_then(|port| port.parse().ok())
         .expect("server.1's peer port")
 }
+
+/// `portUnification=true`: the plain client port also takes TLS clients (told apart by
+/// the first byte, a TLS handshake record), as ZooKeeper's unified port does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_unified_port_serves_plain_and_tls_clients() {
+    let certs = Certs::new();
+    let server = paddock(&format!(
+        "portUnification=true\nssl.keyStore.location={}\nssl.trustStore.location={}\n",
+        certs.path("server.pem").display(),
+        certs.path("ca.pem").display()
+    ));
+    let port = server.addr.port();
+    let tls = TlsOptions::from_pem(
+        certs.path("ca.pem"),
+        Some((certs.path("client.pem"), certs.path("client.pem"))),
+    )
+    .expect("client TLS");
+    let secure = connect(port, tls)
+        .await
+        .expect("a TLS client on the plain port");
+    secure
+        .create("/unified", b"tls", CreateMode::Persistent)
+        .await
+        .expect("create over TLS");
+    let plain = Client::connect(&server.hosts(), ConnectOptions::default())
+        .await
+        .expect("a plain client on the same port");
+    assert_eq!(
+        plain.get_data("/unified").await.expect("read").0.as_ref(),
+        b"tls"
+    );
+    assert!(server
+        .log_text()
+        .contains("authenticated x509 id \"CN=client,O=Paddock\""));
+}
