@@ -42,7 +42,9 @@ pub struct ConnectOptions {
     /// of the connect string refuses the connection, instead of retrying until the
     /// connect timeout: for tools a person is waiting on, where a refused port is
     /// almost always a wrong address or a server that is not running. (A library
-    /// client usually wants to ride out servers that are restarting.)
+    /// client usually wants to ride out servers that are restarting.) A TLS handshake
+    /// the server refused (no certificate, an untrusted one) or whose certificate the
+    /// client does not trust counts as refused too.
     pub fail_fast_when_refused: bool,
     /// Connect with TLS (to ZooKeeper's `secureClientPort`); `None` for plain TCP.
     pub tls: Option<TlsOptions>,

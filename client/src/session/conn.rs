@@ -119,6 +119,9 @@ async fn handshake_at(
     let mut frames = FramedRead::new(reader, FrameCodec::new(max_frame));
     let frame: Bytes = match frames.next().await {
         Some(Ok(frame)) => frame,
+        // Kept as it is: a TLS server that refuses the client's certificate after the
+        // handshake (TLS 1.3) says so here, as InvalidData.
+        Some(Err(paddock_wire::codec::FrameError::Io(err))) => return Err(err.into()),
         Some(Err(err)) => return Err(std::io::Error::other(err).into()),
         // A server that has seen a newer zxid than we have, or that is not serving,
         // closes without answering.

@@ -816,8 +816,11 @@ impl Session {
                 Ok(Err(err)) => {
                     tracing::debug!(%host, %err, "connection attempt failed");
                     refused = match (refused, &err) {
+                        // tokio-rustls reports a failed handshake as InvalidData.
                         (Some(mut tried), Error::Io(io))
-                            if io.kind() == std::io::ErrorKind::ConnectionRefused =>
+                            if io.kind() == std::io::ErrorKind::ConnectionRefused
+                                || (self.tls.is_some()
+                                    && io.kind() == std::io::ErrorKind::InvalidData) =>
                         {
                             tried.push(format!("{host} ({io})"));
                             Some(tried)
