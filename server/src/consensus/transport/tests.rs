@@ -173,6 +173,11 @@ struct Pair {
 }
 
 async fn pair() -> Pair {
+    pair_with(None).await
+}
+
+/// [`pair`], with TLS peer links when `certs` are given.
+async fn pair_with(certs: Option<&PeerCerts>) -> Pair {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let sender_dir = SnapshotDir::open(dirs.0.path()).unwrap();
     let receiver_dir = SnapshotDir::open(dirs.1.path()).unwrap();
@@ -188,7 +193,7 @@ async fn pair() -> Pair {
     let identity = |id| Identity {
         id,
         has_state: Arc::new(AtomicBool::new(true)),
-        tls: None,
+        tls: certs.map(|certs| certs.tls("peer.pem")),
     };
     let (tx, sender_events) = std::sync::mpsc::channel();
     let tx = parking_lot::Mutex::new(tx);
@@ -268,7 +273,17 @@ async fn next_event<T>(
 /// sender learns it was delivered (raft is told, or it would never send again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_larger_than_a_frame_streams_to_the_follower() {
-    let pair = pair().await;
+    streams_a_large_snapshot(pair().await).await;
+}
+
+/// The same over TLS peer links (`sslQuorum=true`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_streams_over_tls_peer_links() {
+    let certs = PeerCerts::new();
+    streams_a_large_snapshot(pair_with(Some(&certs)).await).await;
+}
+
+async fn streams_a_large_snapshot(pair: Pair) {
     let payload: Vec<u8> = (0..(MAX_PEER_FRAME + 3 * SNAPSHOT_CHUNK))
         .map(|i| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes()[7])
         .collect();
@@ -353,9 +368,9 @@ impl PeerCerts {
                 .push(rcgen::DnType::CommonName, name);
             (params.self_signed(&key).unwrap(), key)
         };
-        let key_store = |ca: &(rcgen::Certificate, rcgen::KeyPair)| {
+        let key_store = |ca: &(rcgen::Certificate, rcgen::KeyPair), host: &str| {
             let key = rcgen::KeyPair::generate().unwrap();
-            let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+            let mut params = rcgen::CertificateParams::new(vec![host.to_owned()]).unwrap();
             params.extended_key_usages = vec![
                 rcgen::ExtendedKeyUsagePurpose::ServerAuth,
                 rcgen::ExtendedKeyUsagePurpose::ClientAuth,
@@ -365,13 +380,21 @@ impl PeerCerts {
         };
         let (ca, stranger_ca) = (authority("quorum CA"), authority("stranger CA"));
         std::fs::write(dir.path().join("ca.pem"), ca.0.pem()).unwrap();
-        std::fs::write(dir.path().join("peer.pem"), key_store(&ca)).unwrap();
-        std::fs::write(dir.path().join("stranger.pem"), key_store(&stranger_ca)).unwrap();
+        std::fs::write(dir.path().join("peer.pem"), key_store(&ca, "127.0.0.1")).unwrap();
+        // From the quorum's CA, but for another host than the server.N lines name.
+        let misnamed = key_store(&ca, "elsewhere.example");
+        std::fs::write(dir.path().join("misnamed.pem"), misnamed).unwrap();
+        let stranger = key_store(&stranger_ca, "127.0.0.1");
+        std::fs::write(dir.path().join("stranger.pem"), stranger).unwrap();
         PeerCerts { dir }
     }
 
     /// Peer TLS presenting `key_store`, trusting the quorum CA, for servers 1 and 2.
     fn tls(&self, key_store: &str) -> PeerTls {
+        self.tls_checking_names(key_store, true)
+    }
+
+    fn tls_checking_names(&self, key_store: &str, hostname_verification: bool) -> PeerTls {
         let stores = crate::config::PemStores {
             key_store: self.dir.path().join(key_store),
             trust_store: Some(self.dir.path().join("ca.pem")),
@@ -380,7 +403,7 @@ impl PeerCerts {
         crate::tls::peer_tls(
             &crate::config::QuorumTls {
                 stores,
-                hostname_verification: true,
+                hostname_verification,
             },
             &hosts,
         )
@@ -492,4 +515,36 @@ async fn with_tls_only_peers_with_a_trusted_certificate_are_heard() {
     .await;
     assert_eq!(term, 5);
     shutdown.cancel();
+}
+
+/// `ssl.quorum.hostnameVerification`: by default a peer's certificate must name the
+/// host of its `server.N` line; with `false`, any certificate from the quorum's CA does.
+#[tokio::test]
+async fn peer_certificates_must_name_the_peers_host_unless_told_otherwise() {
+    let certs = PeerCerts::new();
+    let server = certs.tls("misnamed.pem");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepting = tokio::spawn(async move {
+        for _ in 0..2 {
+            let (stream, _) = listener.accept().await.unwrap();
+            // The outcome shows on the connecting side.
+            let _ = server.acceptor.accept(stream).await;
+        }
+    });
+    for (verify, expect_ok) in [(true, false), (false, true)] {
+        let client = certs.tls_checking_names("peer.pem", verify);
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = client.names[&1].clone();
+        let connected =
+            tokio::time::timeout(Duration::from_secs(20), client.connector.connect(name, tcp))
+                .await
+                .expect("the handshake ends");
+        assert_eq!(
+            connected.is_ok(),
+            expect_ok,
+            "hostnameVerification={verify}"
+        );
+    }
+    accepting.await.unwrap();
 }
