@@ -571,3 +571,68 @@ async fn a_unified_port_serves_plain_and_tls_clients() {
         .log_text()
         .contains("authenticated x509 id \"CN=client,O=Paddock\""));
 }
+
+/// Not a check but a measurement: what TLS adds to a client's round trips and
+/// connects, on one unified port (`portUnification=true`) so both kinds meet the same
+/// server. `cargo test -p paddock-server --release --test it -- --ignored --nocapture
+/// tls_round_trip_cost`
+#[tokio::test(flavor = "multi_thread")]
+#[ignore]
+async fn tls_round_trip_cost() {
+    let certs = Certs::new();
+    let server = paddock(&format!(
+        "portUnification=true\nssl.keyStore.location={}\nssl.trustStore.location={}\n",
+        certs.path("server.pem").display(),
+        certs.path("ca.pem").display()
+    ));
+    let tls = TlsOptions::from_pem(
+        certs.path("ca.pem"),
+        Some((certs.path("client.pem"), certs.path("client.pem"))),
+    )
+    .expect("client TLS");
+    let percentile = |samples: &mut Vec<Duration>, p: usize| {
+        samples.sort();
+        samples[(samples.len() - 1) * p / 100]
+    };
+    for (name, tls) in [("plain", None), ("TLS", Some(tls))] {
+        let options = || ConnectOptions {
+            tls: tls.clone(),
+            ..ConnectOptions::default()
+        };
+        let mut connects = Vec::new();
+        for _ in 0..50 {
+            let started = std::time::Instant::now();
+            let client = Client::connect(&server.hosts(), options())
+                .await
+                .expect("connect");
+            connects.push(started.elapsed());
+            client.close().await.expect("close");
+        }
+        let client = Client::connect(&server.hosts(), options())
+            .await
+            .expect("connect");
+        let _ = client
+            .create("/rt", &[7u8; 255], CreateMode::Persistent)
+            .await;
+        let mut reads = Vec::new();
+        for _ in 0..5000 {
+            let started = std::time::Instant::now();
+            client.get_data("/rt").await.expect("get");
+            reads.push(started.elapsed());
+        }
+        let started = std::time::Instant::now();
+        let batch: Vec<_> = (0..20_000).map(|_| client.get_data("/rt")).collect();
+        for read in futures::future::join_all(batch).await {
+            read.expect("get");
+        }
+        let pipelined = 20_000.0 / started.elapsed().as_secs_f64();
+        println!(
+            "{name}: connect p50 {:?} p99 {:?}; getData of 255 B, one at a time p50 {:?} \
+             p99 {:?}; 20,000 pipelined {pipelined:.0}/s",
+            percentile(&mut connects, 50),
+            percentile(&mut connects, 99),
+            percentile(&mut reads, 50),
+            percentile(&mut reads, 99),
+        );
+    }
+}
