@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use crate::conn::{self, ClientStream};
-use crate::server::Shared;
+use crate::server::Server;
 use crate::session::Caller;
 use crate::tls;
 
@@ -43,12 +43,12 @@ pub struct ClientTls {
     pub super_user: Option<Arc<str>>,
 }
 
-pub async fn run(listener: TcpListener, shared: Arc<Shared>, security: Security) {
+pub async fn run(listener: TcpListener, server: Arc<Server>, security: Security) {
     let per_ip: Arc<Mutex<HashMap<IpAddr, usize>>> = Arc::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            _ = shared.shutdown.cancelled() => return,
+            _ = server.shutdown.cancelled() => return,
         };
         let (stream, peer) = match accepted {
             Ok(pair) => pair,
@@ -59,7 +59,7 @@ pub async fn run(listener: TcpListener, shared: Arc<Shared>, security: Security)
                 continue;
             }
         };
-        let limit = shared.settings.max_client_cnxns;
+        let limit = server.settings.max_client_cnxns;
         {
             let mut counts = per_ip.lock();
             let count = counts.entry(peer.ip()).or_default();
@@ -70,7 +70,7 @@ pub async fn run(listener: TcpListener, shared: Arc<Shared>, security: Security)
             *count += 1;
         }
         let _ = stream.set_nodelay(true);
-        let shared = shared.clone();
+        let server = server.clone();
         let per_ip = per_ip.clone();
         let security = security.clone();
         tokio::spawn(async move {
@@ -78,15 +78,15 @@ pub async fn run(listener: TcpListener, shared: Arc<Shared>, security: Security)
             let limit = match security {
                 Security::Plain => Duration::MAX,
                 Security::Tls(_) | Security::Unified(_) => {
-                    TLS_HANDSHAKE_LIMIT.max(shared.settings.min_session_timeout)
+                    TLS_HANDSHAKE_LIMIT.max(server.settings.min_session_timeout)
                 }
             };
             let secured = tokio::select! {
                 secured = tokio::time::timeout(limit, secure(stream, peer, &security)) => secured,
-                _ = shared.shutdown.cancelled() => Ok(None),
+                _ = server.shutdown.cancelled() => Ok(None),
             };
             match secured {
-                Ok(Some((stream, caller))) => conn::serve(stream, peer, caller, shared).await,
+                Ok(Some((stream, caller))) => conn::serve(stream, peer, caller, server).await,
                 Ok(None) => {}
                 Err(_) => tracing::info!(%peer, "no TLS handshake within {limit:?}; closing"),
             }
