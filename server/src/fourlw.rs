@@ -198,11 +198,12 @@ fn conf(server: &Server) -> String {
     let server_id = if s.standalone { 0 } else { s.server_id };
     let _ = write!(
         out,
-        "clientPort={}\nsecureClientPort=-1\ndataDir={}\ndataDirSize={data_size}\n\
+        "clientPort={}\nsecureClientPort={}\ndataDir={}\ndataDirSize={data_size}\n\
          dataLogDir={}\ndataLogSize={log_size}\ntickTime={}\nmaxClientCnxns={}\n\
          minSessionTimeout={}\nmaxSessionTimeout={}\nclientPortListenBacklog=-1\n\
          serverId={server_id}\n",
-        s.client_addr.port(),
+        s.client_addr.map_or(-1, |a| i32::from(a.port())),
+        s.secure_client_addr.map_or(-1, |a| i32::from(a.port())),
         s.data_dir.display(),
         s.data_log_dir.display(),
         s.tick.as_millis(),

@@ -20,5 +20,6 @@ mod scale;
 mod sessions;
 mod shutdown;
 mod support;
+mod tls;
 mod watch_order;
 mod zkcli;

@@ -334,17 +334,22 @@ pub fn zookeeper_installed() -> bool {
 
 /// Starts Apache ZooKeeper 3.8 standalone with the same settings as [`paddock`].
 pub fn zookeeper(extra: &str) -> Server {
-    start_zookeeper(extra, false)
+    start_zookeeper(extra, false, "")
+}
+
+/// [`zookeeper`] with extra JVM flags (`JVMFLAGS`, after zkServer.sh's own `-cp`).
+pub fn zookeeper_with_jvm_flags(extra: &str, jvm_flags: &str) -> Server {
+    start_zookeeper(extra, false, jvm_flags)
 }
 
 /// Apache ZooKeeper 3.8 as an ensemble of one (`server.1` and
 /// `standaloneEnabled=false`): it runs the quorum code, so it serves what an ensemble
 /// member serves (`/zookeeper/config`, `conf`'s membership).
 pub fn zookeeper_quorum_of_one() -> Server {
-    start_zookeeper("", true)
+    start_zookeeper("", true, "")
 }
 
-fn start_zookeeper(extra: &str, quorum: bool) -> Server {
+fn start_zookeeper(extra: &str, quorum: bool, jvm_flags: &str) -> Server {
     assert!(
         zookeeper_installed(),
         "Apache ZooKeeper is not installed: run scripts/test.sh, which installs it \
@@ -370,6 +375,7 @@ fn start_zookeeper(extra: &str, quorum: bool) -> Server {
         .arg("start-foreground")
         .arg(&config)
         .env("ZOO_LOG_DIR", dir.path())
+        .env("JVMFLAGS", jvm_flags)
         .stdout(std::fs::File::create(&log).expect("log file"))
         .stderr(Stdio::null())
         .spawn()
