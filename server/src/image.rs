@@ -12,7 +12,6 @@
 //! Integrity is the snapshot file's business (it carries a checksum over all of this).
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use paddock_wire::jute::{write_i32, write_i64, Reader, Record};
@@ -20,7 +19,7 @@ use paddock_wire::{Acl, Data, DecodeError};
 
 use crate::replicated::Db;
 use crate::session::{Session, SessionTable};
-use crate::tree::{DataTree, Node, RestoreError, StatPersisted};
+use crate::tree::{DataTree, Node, RecentAcls, RestoreError, StatPersisted};
 
 const MAGIC: &[u8; 4] = b"PDKI";
 const VERSION: i32 = 2;
@@ -120,6 +119,7 @@ impl Image {
         }
         let node_count = r.read_i64()?;
         let mut nodes = Vec::new();
+        let mut acls = RecentAcls::default();
         for _ in 0..node_count.max(0) {
             let path = r.read_ustring()?;
             let data = Data::decode(&mut r)?;
@@ -135,8 +135,7 @@ impl Image {
                 ephemeral_owner: r.read_i64()?,
                 pzxid: r.read_i64()?,
             };
-            let acl: Arc<[Acl]> = acl.into();
-            nodes.push((path, Node::new(data, acl, stat)));
+            nodes.push((path, Node::new(data, acls.share(acl), stat)));
         }
         r.finish()?;
         Ok(Image {

@@ -20,6 +20,7 @@
 //! - `reap`: which containers and TTL nodes are due for deletion, and their deletion.
 //! - `digest`: the tree hash replicas compare.
 //! - `quota`: the counts under `/zookeeper/quota` kept current, and hard limits.
+//! - `shared_acl`: one allocation for the many nodes with equal ACLs.
 
 mod digest;
 mod multi;
@@ -27,9 +28,8 @@ mod node;
 mod quota;
 mod read;
 mod reap;
+mod shared_acl;
 mod write;
-
-use std::sync::Arc;
 
 use bytes::Bytes;
 use imbl::{OrdMap, OrdSet};
@@ -37,6 +37,7 @@ use paddock_wire::path::{basename, parent};
 use paddock_wire::Acl;
 
 pub use node::{Node, NodeKind, StatPersisted};
+pub use shared_acl::RecentAcls;
 pub use write::{TxnContext, WatchTrigger};
 
 /// The nodes ZooKeeper itself owns; they cannot be deleted (`DataTree.isSpecialPath`).
@@ -85,7 +86,7 @@ impl DataTree {
     /// internal setACL (all as a fresh ZooKeeper 3.8 reports them).
     pub fn new() -> Self {
         let mut tree = DataTree::empty();
-        let open: Arc<[Acl]> = Acl::open_unsafe().into();
+        let open = shared_acl::open_unsafe();
         let blank = StatPersisted::default();
         tree.insert(
             "/".to_owned(),
@@ -136,7 +137,7 @@ impl DataTree {
         let paths: Vec<String> = tree.nodes.keys().filter(|p| *p != "/").cloned().collect();
         for path in paths {
             let parent_path = parent(&path).unwrap_or("/");
-            let linked = tree.update(parent_path, |p| p.add_child(basename(&path).to_owned()));
+            let linked = tree.update(parent_path, |p| p.add_child(basename(&path)));
             if linked.is_none() {
                 return Err(RestoreError::Orphan(path));
             }
@@ -205,7 +206,7 @@ impl DataTree {
     /// parent's stat: how ZooKeeper links its own nodes.
     fn insert_linked(&mut self, path: &str, node: Node) {
         let parent_path = parent(path).unwrap_or("/");
-        self.update(parent_path, |p| p.add_child(basename(path).to_owned()));
+        self.update(parent_path, |p| p.add_child(basename(path)));
         self.insert(path.to_owned(), node);
     }
 
@@ -263,7 +264,7 @@ fn is_special_path(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paddock_wire::perms;
+    use paddock_wire::{perms, Data};
 
     #[test]
     fn a_new_tree_is_what_zookeeper_starts_with() {
@@ -464,6 +465,77 @@ mod tests {
             assert_invariants(&tree);
         }
         assert!(tree.node_count() > 4, "the workload built something");
+    }
+
+    /// Resident memory of this process in bytes, from /proc.
+    fn rss_bytes() -> u64 {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+        let pages: u64 = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        pages * 4096
+    }
+
+    /// The quick, in-process form of `memory_per_znode` (server/tests/it/memory.rs):
+    /// the tree alone, as many creates as `PADDOCK_MEMORY_ZNODES` (default 1,000,000)
+    /// of 100 bytes with 40-character names under four parents, each create's data
+    /// sliced from a buffer of its own as a decoded txn's is.
+    /// `cargo test -p paddock-server --release --lib -- --ignored --nocapture bytes_per_znode`
+    #[test]
+    #[ignore = "a measurement: prints bytes per znode"]
+    fn bytes_per_znode() {
+        use paddock_wire::CreateMode;
+        let n: usize = std::env::var("PADDOCK_MEMORY_ZNODES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1_000_000);
+        let ctx = |zxid| TxnContext {
+            zxid,
+            time: zxid,
+            session_id: 1,
+            caller: &[],
+            enforce_quota: false,
+        };
+        let open = Acl::open_unsafe();
+        let mut tree = DataTree::new();
+        for parent in ["/bench", "/bench/p0", "/bench/p1", "/bench/p2", "/bench/p3"] {
+            let created = tree.create(
+                parent,
+                Data::NULL,
+                &open,
+                CreateMode::Persistent,
+                None,
+                &ctx(1),
+            );
+            created.unwrap();
+        }
+        let before = rss_bytes();
+        let mut state = 0u64;
+        for i in 0..n {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let z = (state ^ (state >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let path = format!(
+                "/bench/p{}/{:016x}{:016x}{:08x}",
+                i % 4,
+                z,
+                z.rotate_left(17),
+                i
+            );
+            let txn = Bytes::from(vec![b'x'; 200]);
+            let data = Data::from(txn.slice(50..150));
+            let created = tree.create(&path, data, &open, CreateMode::Persistent, None, &ctx(2));
+            created.unwrap();
+        }
+        let grown = rss_bytes().saturating_sub(before);
+        println!(
+            "tree: {n} znodes, {} MiB, {} bytes per znode (size_of Node {})",
+            grown >> 20,
+            grown / n as u64,
+            std::mem::size_of::<Node>()
+        );
+        assert_eq!(tree.node_count(), n + 9);
     }
 
     #[test]
