@@ -223,7 +223,7 @@ impl DataTree {
             path.to_owned()
         };
         validate_path(&path, false).map_err(|_| ErrorCode::BadArguments)?;
-        if self.nodes.contains_key(&path) {
+        if self.nodes.contains_key(path.as_str()) {
             return Err(ErrorCode::NodeExists);
         }
         // Containers and TTL nodes may have children; only session-owned nodes not.

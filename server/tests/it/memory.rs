@@ -10,16 +10,20 @@
 //! cargo test -p paddock-server --release --test it -- --ignored --nocapture memory_per_znode
 //! ```
 //!
+//! ZooKeeper runs with the JVM's default heap limit (a quarter of the machine's memory)
+//! unless `SERVER_JVMFLAGS` says otherwise (`SERVER_JVMFLAGS=-Xmx2g`, as
+//! `loadgen/bench/compare.sh` runs it); its live heap after a full GC is printed too.
 //! `PADDOCK_MEMORY_ZNODES` changes N (default 1,000,000); `PADDOCK_MEMORY_SYSTEMS` picks
 //! the systems (a comma list of `standalone`, `ensemble`, `zookeeper`; default all).
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use paddock_client::{Client, ConnectOptions, CreateMode, Error};
 use paddock_wire::ErrorCode;
 
-use crate::support::{mntr, zookeeper, zookeeper_installed, Ensemble, Server};
+use crate::support::{mntr, run_bounded, zookeeper, zookeeper_installed, Ensemble, Server};
 
 const DEFAULT_ZNODES: usize = 1_000_000;
 const DATA: usize = 100;
@@ -142,6 +146,24 @@ fn report(system: &str, when: &str, rss_kib: u64, n: usize) {
     );
 }
 
+/// The JVM's heap line after a full GC (`jcmd GC.run`, then `GC.heap_info`): how much
+/// of ZooKeeper's RSS is live data rather than heap the JVM keeps for later.
+fn java_live_heap(server: &Server) -> Option<String> {
+    let jcmd = |command: &str| {
+        run_bounded(
+            Command::new("jcmd")
+                .arg(server.pid().to_string())
+                .arg(command),
+            Duration::from_secs(120),
+        )
+    };
+    jcmd("GC.run");
+    let info = String::from_utf8_lossy(&jcmd("GC.heap_info").stdout).into_owned();
+    info.lines()
+        .find(|l| l.contains("total") && l.contains("used"))
+        .map(|l| l.trim().to_owned())
+}
+
 #[test]
 #[ignore = "a benchmark: minutes and gigabytes; see the module docs"]
 fn memory_per_znode() {
@@ -189,5 +211,8 @@ fn memory_per_znode() {
             settled_rss(&server),
             n,
         );
+        if let Some(live) = java_live_heap(&server) {
+            println!("memory: zookeeper live heap after a full GC: {live}");
+        }
     }
 }
