@@ -129,23 +129,30 @@ impl DataTree {
         nodes: impl IntoIterator<Item = (String, Node)>,
     ) -> Result<DataTree, RestoreError> {
         let mut tree = DataTree::empty();
+        // Nodes whose parent had not come yet; a snapshot lists parents first, so
+        // normally none (a list of every path would cost a copy of each).
+        let mut unlinked = Vec::new();
         for (path, mut node) in nodes {
             if tree.nodes.contains_key(path.as_str()) {
                 return Err(RestoreError::Duplicate(path));
             }
             node.clear_children();
+            if path != "/" {
+                let parent_path = parent(&path).unwrap_or("/");
+                if tree
+                    .update(parent_path, |p| p.add_child(basename(&path)))
+                    .is_none()
+                {
+                    unlinked.push(path.clone());
+                }
+            }
             tree.insert(path, node);
         }
         if !tree.nodes.contains_key("/") {
             return Err(RestoreError::MissingRoot);
         }
-        let paths: Vec<String> = tree
-            .nodes
-            .keys()
-            .filter(|p| &***p != "/")
-            .map(|p| p.to_string())
-            .collect();
-        for path in paths {
+        unlinked.sort_unstable();
+        for path in unlinked {
             let parent_path = parent(&path).unwrap_or("/");
             let linked = tree.update(parent_path, |p| p.add_child(basename(&path)));
             if linked.is_none() {
@@ -272,7 +279,7 @@ fn is_special_path(path: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use paddock_wire::{perms, Data};
 
@@ -478,7 +485,7 @@ mod tests {
     }
 
     /// Resident memory of this process in bytes, from /proc.
-    fn rss_bytes() -> u64 {
+    pub(crate) fn rss_bytes() -> u64 {
         let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
         let pages: u64 = statm
             .split_whitespace()
@@ -488,19 +495,19 @@ mod tests {
         pages * 4096
     }
 
-    /// The quick, in-process form of `memory_per_znode` (server/tests/it/memory.rs):
-    /// the tree alone, as many creates as `PADDOCK_MEMORY_ZNODES` (default 1,000,000)
-    /// of 100 bytes with 40-character names under four parents, each create's data
-    /// sliced from a buffer of its own as a decoded txn's is.
-    /// `cargo test -p paddock-server --release --lib -- --ignored --nocapture bytes_per_znode`
-    #[test]
-    #[ignore = "a measurement: prints bytes per znode"]
-    fn bytes_per_znode() {
-        use paddock_wire::CreateMode;
-        let n: usize = std::env::var("PADDOCK_MEMORY_ZNODES")
+    /// `PADDOCK_MEMORY_ZNODES`, by default 1,000,000.
+    pub(crate) fn bench_znodes() -> usize {
+        std::env::var("PADDOCK_MEMORY_ZNODES")
             .ok()
             .and_then(|n| n.parse().ok())
-            .unwrap_or(1_000_000);
+            .unwrap_or(1_000_000)
+    }
+
+    /// The tree of `memory_per_znode` (server/tests/it/memory.rs): `n` creates of 100
+    /// bytes with 40-character names under four parents, each create's data sliced
+    /// from a buffer of its own as a decoded txn's is.
+    pub(crate) fn bench_tree(n: usize) -> DataTree {
+        use paddock_wire::CreateMode;
         let ctx = |zxid| TxnContext {
             zxid,
             time: zxid,
@@ -521,7 +528,6 @@ mod tests {
             );
             created.unwrap();
         }
-        let before = rss_bytes();
         let mut state = 0u64;
         for i in 0..n {
             state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -538,6 +544,17 @@ mod tests {
             let created = tree.create(&path, data, &open, CreateMode::Persistent, None, &ctx(2));
             created.unwrap();
         }
+        tree
+    }
+
+    /// The quick, in-process form of `memory_per_znode`: the tree alone.
+    /// `cargo test -p paddock-server --release --lib -- --ignored --nocapture bytes_per_znode`
+    #[test]
+    #[ignore = "a measurement: prints bytes per znode"]
+    fn bytes_per_znode() {
+        let n = bench_znodes();
+        let before = rss_bytes();
+        let tree = bench_tree(n);
         let grown = rss_bytes().saturating_sub(before);
         println!(
             "tree: {n} znodes, {} MiB, {} bytes per znode (size_of Node {})",
