@@ -279,7 +279,7 @@ fn is_special_path(path: &str) -> bool {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use paddock_wire::{perms, Data};
 
@@ -485,7 +485,7 @@ pub(crate) mod tests {
     }
 
     /// Resident memory of this process in bytes, from /proc.
-    pub(crate) fn rss_bytes() -> u64 {
+    fn rss_bytes() -> u64 {
         let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
         let pages: u64 = statm
             .split_whitespace()
@@ -496,7 +496,7 @@ pub(crate) mod tests {
     }
 
     /// `PADDOCK_MEMORY_ZNODES`, by default 1,000,000.
-    pub(crate) fn bench_znodes() -> usize {
+    fn bench_znodes() -> usize {
         std::env::var("PADDOCK_MEMORY_ZNODES")
             .ok()
             .and_then(|n| n.parse().ok())
@@ -506,7 +506,7 @@ pub(crate) mod tests {
     /// The tree of `memory_per_znode` (server/tests/it/memory.rs): `n` creates of 100
     /// bytes with 40-character names under four parents, each create's data sliced
     /// from a buffer of its own as a decoded txn's is.
-    pub(crate) fn bench_tree(n: usize) -> DataTree {
+    fn bench_tree(n: usize) -> DataTree {
         use paddock_wire::CreateMode;
         let ctx = |zxid| TxnContext {
             zxid,

@@ -119,7 +119,7 @@ pub struct Node {
     /// own (see [`own_allocation`]).
     data: Data,
     /// Shared so watch triggers can carry it for their READ check without a copy, and
-    /// between nodes with equal ACLs (see [`DataTree::share_acl`](super::DataTree)).
+    /// between nodes with equal ACLs (see `shared_acl`).
     acl: Arc<[Acl]>,
     stat: StatPersisted,
     /// `None` while the node has no children: most nodes are leaves, and an empty
@@ -239,7 +239,7 @@ impl Node {
 
 /// The data in an allocation of its own. Data decoded from a request, a txn or a
 /// snapshot is a slice of the buffer it came in (a whole txn, a multi of thousands of
-/// creates, a 1 MiB snapshot chunk), and keeping the slice would keep all of it.
+/// creates, a whole snapshot), and keeping the slice would keep all of it.
 fn own_allocation(data: Data) -> Data {
     match data.as_option() {
         Some(bytes) if !bytes.is_empty() => Bytes::copy_from_slice(bytes).into(),
