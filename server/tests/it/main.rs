@@ -14,6 +14,7 @@ mod full_disk;
 mod kazoo;
 mod lifecycle;
 mod loadgen;
+mod memory;
 mod nodes;
 mod reconfig;
 mod scale;

@@ -223,6 +223,13 @@ pub fn paddock_starting(port: u16, extra: &str, myid: Option<u64>) -> Server {
     }
 }
 
+/// The `paddock` binary of this build, or `PADDOCK_BIN` if set: benchmarks compare
+/// builds with the same test code.
+fn paddock_binary() -> PathBuf {
+    std::env::var_os("PADDOCK_BIN")
+        .map_or_else(|| env!("CARGO_BIN_EXE_paddock").into(), PathBuf::from)
+}
+
 /// Runs `paddock --config CONFIG`, appending its log to `log`.
 fn spawn_paddock(config: &Path, log: &Path) -> Child {
     let log = std::fs::OpenOptions::new()
@@ -230,7 +237,7 @@ fn spawn_paddock(config: &Path, log: &Path) -> Child {
         .append(true)
         .open(log)
         .expect("log file");
-    Command::new(env!("CARGO_BIN_EXE_paddock"))
+    Command::new(paddock_binary())
         .arg("--config")
         .arg(config)
         .env("RUST_LOG", "info")
@@ -282,7 +289,7 @@ impl Ensemble {
                 let config = dir.path().join("zoo.cfg");
                 std::fs::write(&config, common_config(dir.path(), port, &extra)).expect("config");
                 let log = dir.path().join("paddock.log");
-                let child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+                let child = Command::new(paddock_binary())
                     .arg("--config")
                     .arg(&config)
                     .env("RUST_LOG", "info")
