@@ -20,6 +20,7 @@
 //! - [`watch`]: one-shot watches as futures, persistent watches as streams.
 //! - [`transaction`]: multi (`Transaction`) and multiRead (`ReadOp`).
 //! - [`options`]: [`ConnectOptions`], [`CreateOptions`].
+//! - [`tls`]: [`TlsOptions`], for a server's secure client port.
 //! - [`state`]: [`SessionState`], observable through [`Client::state_watcher`].
 //! - `subtree`: calls on a whole subtree: [`Client::ensure_path`],
 //!   [`Client::delete_all`] (in multi batches), [`Client::subtree`].
@@ -51,6 +52,7 @@ pub mod retry;
 mod session;
 pub mod state;
 mod subtree;
+pub mod tls;
 pub mod transaction;
 pub mod watch;
 
@@ -63,5 +65,6 @@ pub use paddock_wire::{
     OpResult, Stat, WatcherType,
 };
 pub use state::SessionState;
+pub use tls::TlsOptions;
 pub use transaction::{ReadOp, Transaction};
 pub use watch::{PersistentWatch, WatchFuture, WatchedEvent};

@@ -7,8 +7,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::config::PeerType;
+use crate::conns::ConnId;
 use crate::consensus::Role;
-use crate::server::{ConnId, Shared};
+use crate::server::Server;
 
 /// The version clients see (kazoo and Curator parse the leading digits of `envi`'s
 /// `zookeeper.version=`): the ZooKeeper protocol level Paddock speaks, then its own.
@@ -30,44 +31,44 @@ pub fn parse(prefix: &[u8; 4]) -> Option<&'static str> {
     COMMANDS.iter().copied().find(|c| c.as_bytes() == prefix)
 }
 
-pub fn run(command: &str, shared: &Shared) -> String {
-    if !shared.settings.four_letter_words.is_enabled(command) {
+pub fn run(command: &str, server: &Server) -> String {
+    if !server.settings.four_letter_words.is_enabled(command) {
         return format!("{command} is not executed because it is not in the whitelist.\n");
     }
     match command {
         "ruok" => "imok".to_string(),
-        "srvr" => srvr(shared, false),
-        "stat" => srvr(shared, true),
-        "mntr" => mntr(shared),
-        "conf" if serving(shared) => conf(shared),
-        "cons" if serving(shared) => format!("{}\n", shared.metrics.connections.dump(false)),
+        "srvr" => srvr(server, false),
+        "stat" => srvr(server, true),
+        "mntr" => mntr(server),
+        "conf" if serving(server) => conf(server),
+        "cons" if serving(server) => format!("{}\n", server.metrics.connections.dump(false)),
         "envi" => envi(),
-        "wchs" if serving(shared) => wchs(shared),
-        "wchc" if serving(shared) => wchc(shared),
-        "wchp" if serving(shared) => wchp(shared),
+        "wchs" if serving(server) => wchs(server),
+        "wchc" if serving(server) => wchc(server),
+        "wchp" if serving(server) => wchp(server),
         // ZooKeeper's answer when it has no running server (no quorum).
-        "isro" if !serving(shared) => "null".to_string(),
+        "isro" if !serving(server) => "null".to_string(),
         "isro" => "rw".to_string(),
-        "dump" => dump(shared),
+        "dump" => dump(server),
         "srst" => {
-            shared.metrics.reset();
+            server.metrics.reset();
             "Server stats reset.\n".to_string()
         }
-        "crst" if serving(shared) => {
-            shared.metrics.connections.reset_all();
+        "crst" if serving(server) => {
+            server.metrics.connections.reset_all();
             "Connection stats reset.\n".to_string()
         }
-        "dirs" if serving(shared) => dirs(shared),
-        "hash" if serving(shared) => hash(shared),
+        "dirs" if serving(server) => dirs(server),
+        "hash" if serving(server) => hash(server),
         _ => NOT_SERVING.to_string(),
     }
 }
 
-fn mode(shared: &Shared) -> &'static str {
-    if shared.settings.standalone {
+fn mode(server: &Server) -> &'static str {
+    if server.settings.standalone {
         return "standalone";
     }
-    match shared.status.role() {
+    match server.health.status.role() {
         Role::Leader => "leader",
         Role::Observer => "observer",
         // ZooKeeper has no word for a candidate; it is looking for a leader.
@@ -80,41 +81,41 @@ fn mode(shared: &Shared) -> &'static str {
 const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests\n";
 
 /// A server out of touch with a quorum (electing, or cut off) serves no clients.
-fn serving(shared: &Shared) -> bool {
-    shared.is_serving()
+fn serving(server: &Server) -> bool {
+    server.health.is_serving()
 }
 
-fn srvr(shared: &Shared, with_clients: bool) -> String {
-    if !serving(shared) {
+fn srvr(server: &Server, with_clients: bool) -> String {
+    if !serving(server) {
         return NOT_SERVING.to_string();
     }
-    let (min, avg, max) = shared.metrics.latency();
+    let (min, avg, max) = server.metrics.latency();
     let (zxid, nodes) = {
-        let db = shared.db.read();
+        let db = server.replicated.db.read();
         (db.last_zxid, db.tree.node_count())
     };
     let mut out = format!("Zookeeper version: {VERSION}\n");
     if with_clients {
         out.push_str("Clients:\n");
-        out.push_str(&shared.metrics.connections.dump(true));
+        out.push_str(&server.metrics.connections.dump(true));
         out.push('\n');
     }
     let _ = write!(
         out,
         "Latency min/avg/max: {min}/{avg:.4}/{max}\nReceived: {}\nSent: {}\nConnections: {}\nOutstanding: {}\nZxid: {zxid:#x}\nMode: {}\nNode count: {nodes}\n",
-        shared.metrics.received(),
-        shared.metrics.sent(),
-        shared.conns.count(),
-        shared.waits.len(),
-        mode(shared),
+        server.metrics.received(),
+        server.metrics.sent(),
+        server.conns.count(),
+        server.writes.outstanding(),
+        mode(server),
     );
     out
 }
 
-fn mntr(shared: &Shared) -> String {
-    let (min, avg, max) = shared.metrics.latency();
+fn mntr(server: &Server) -> String {
+    let (min, avg, max) = server.metrics.latency();
     let (nodes, ephemerals, data_size, zxid, digest) = {
-        let db = shared.db.read();
+        let db = server.replicated.db.read();
         (
             db.tree.node_count(),
             db.tree.ephemeral_count(),
@@ -123,36 +124,39 @@ fn mntr(shared: &Shared) -> String {
             db.tree.digest(),
         )
     };
-    let watches = shared.watches.lock().summary();
+    let watches = server.replicated.watches.lock().summary();
     let mut rows: Vec<(&str, String)> = vec![
         ("zk_version", VERSION.to_string()),
-        ("zk_server_state", mode(shared).to_string()),
+        ("zk_server_state", mode(server).to_string()),
         ("zk_avg_latency", format!("{avg:.4}")),
         ("zk_max_latency", max.to_string()),
         ("zk_min_latency", min.to_string()),
-        ("zk_packets_received", shared.metrics.received().to_string()),
-        ("zk_packets_sent", shared.metrics.sent().to_string()),
-        ("zk_num_alive_connections", shared.conns.count().to_string()),
-        ("zk_outstanding_requests", shared.waits.len().to_string()),
+        ("zk_packets_received", server.metrics.received().to_string()),
+        ("zk_packets_sent", server.metrics.sent().to_string()),
+        ("zk_num_alive_connections", server.conns.count().to_string()),
+        (
+            "zk_outstanding_requests",
+            server.writes.outstanding().to_string(),
+        ),
         ("zk_znode_count", nodes.to_string()),
         ("zk_watch_count", watches.watches.to_string()),
         (
             "zk_connections_closed_backlog",
-            shared.metrics.closed_over_backlog_count().to_string(),
+            server.metrics.closed_over_backlog_count().to_string(),
         ),
         ("zk_ephemerals_count", ephemerals.to_string()),
         ("zk_approximate_data_size", data_size.to_string()),
         ("zk_last_zxid", format!("{zxid:#x}")),
         // The tree's digest at zk_last_zxid: equal on replicas at the same zxid.
         ("zk_tree_digest", format!("{digest:016x}")),
-        ("zk_raft_term", shared.status.term().to_string()),
+        ("zk_raft_term", server.health.status.term().to_string()),
         (
             "zk_uptime",
-            shared.started.elapsed().as_millis().to_string(),
+            server.started.elapsed().as_millis().to_string(),
         ),
     ];
     {
-        let log = shared.log_stats.snapshot();
+        let log = server.log_stats.snapshot();
         let ms = |d: std::time::Duration| format!("{:.3}", d.as_secs_f64() * 1000.0);
         rows.push(("zk_fsync_count", log.fsyncs.to_string()));
         rows.push(("zk_fsync_avg_ms", ms(log.avg_fsync())));
@@ -170,11 +174,11 @@ fn mntr(shared: &Shared) -> String {
         rows.push(("zk_log_size_bytes", log.size_on_disk.to_string()));
         rows.push((
             "zk_snapshot_size_bytes",
-            shared.snapshot_bytes().to_string(),
+            server.snapshot_bytes().to_string(),
         ));
     }
-    if shared.status.is_leader() && !shared.settings.standalone {
-        let (followers, synced) = shared.status.followers();
+    if server.health.status.is_leader() && !server.settings.standalone {
+        let (followers, synced) = server.health.status.followers();
         rows.push(("zk_followers", followers.to_string()));
         rows.push(("zk_synced_followers", synced.to_string()));
     }
@@ -186,19 +190,20 @@ fn mntr(shared: &Shared) -> String {
 /// ZooKeeper's `conf`: `ZooKeeperServer.dumpConf`, and in an ensemble
 /// `QuorumZooKeeperServer.dumpConf` after it. The keys and their order are ZooKeeper's,
 /// since scripts parse them; a standalone server reports id 0, as ZooKeeper does.
-fn conf(shared: &Shared) -> String {
-    let s = &shared.settings;
+fn conf(server: &Server) -> String {
+    let s = &server.settings;
     let mut out = String::new();
     let data_size = dir_size(&s.data_dir);
     let log_size = dir_size(&s.data_log_dir);
     let server_id = if s.standalone { 0 } else { s.server_id };
     let _ = write!(
         out,
-        "clientPort={}\nsecureClientPort=-1\ndataDir={}\ndataDirSize={data_size}\n\
+        "clientPort={}\nsecureClientPort={}\ndataDir={}\ndataDirSize={data_size}\n\
          dataLogDir={}\ndataLogSize={log_size}\ntickTime={}\nmaxClientCnxns={}\n\
          minSessionTimeout={}\nmaxSessionTimeout={}\nclientPortListenBacklog=-1\n\
          serverId={server_id}\n",
-        s.client_addr.port(),
+        s.client_addr.map_or(-1, |a| i32::from(a.port())),
+        s.secure_client_addr.map_or(-1, |a| i32::from(a.port())),
         s.data_dir.display(),
         s.data_log_dir.display(),
         s.tick.as_millis(),
@@ -243,18 +248,18 @@ fn dir_size(dir: &Path) -> u64 {
 }
 
 /// ZooKeeper's `dirs`.
-fn dirs(shared: &Shared) -> String {
+fn dirs(server: &Server) -> String {
     format!(
         "datadir_size: {}\nlogdir_size: {}\n",
-        dir_size(&shared.settings.data_dir),
-        dir_size(&shared.settings.data_log_dir)
+        dir_size(&server.settings.data_dir),
+        dir_size(&server.settings.data_log_dir)
     )
 }
 
 /// ZooKeeper's `hash`: the tree's digest at every 128th zxid, the digest as Java
 /// prints a long.
-fn hash(shared: &Shared) -> String {
-    shared
+fn hash(server: &Server) -> String {
+    server
         .metrics
         .digest_log()
         .into_iter()
@@ -273,9 +278,10 @@ fn envi() -> String {
 }
 
 /// ZooKeeper's data-watch table with each connection's session id.
-fn watch_table(shared: &Shared) -> Vec<(String, Vec<i64>)> {
-    let sessions: HashMap<ConnId, i64> = shared.conns.sessions().into_iter().collect();
-    shared
+fn watch_table(server: &Server) -> Vec<(String, Vec<i64>)> {
+    let sessions: HashMap<ConnId, i64> = server.conns.sessions().into_iter().collect();
+    server
+        .replicated
         .watches
         .lock()
         .data_table()
@@ -291,8 +297,8 @@ fn watch_table(shared: &Shared) -> Vec<(String, Vec<i64>)> {
 }
 
 /// `wchs`: ZooKeeper's summary of its data-watch table.
-fn wchs(shared: &Shared) -> String {
-    let table = watch_table(shared);
+fn wchs(server: &Server) -> String {
+    let table = watch_table(server);
     let connections: HashSet<i64> = table
         .iter()
         .flat_map(|(_, ids)| ids.iter().copied())
@@ -306,9 +312,9 @@ fn wchs(shared: &Shared) -> String {
 }
 
 /// `wchp`: each watched path, then a tab-indented line per session watching it.
-fn wchp(shared: &Shared) -> String {
+fn wchp(server: &Server) -> String {
     let mut out = String::new();
-    for (path, ids) in watch_table(shared) {
+    for (path, ids) in watch_table(server) {
         let _ = writeln!(out, "{path}");
         for id in ids {
             let _ = writeln!(out, "\t{id:#x}");
@@ -319,9 +325,9 @@ fn wchp(shared: &Shared) -> String {
 }
 
 /// `wchc`: each watching session, then a tab-indented line per path it watches.
-fn wchc(shared: &Shared) -> String {
+fn wchc(server: &Server) -> String {
     let mut by_session: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    for (path, ids) in watch_table(shared) {
+    for (path, ids) in watch_table(server) {
         for id in ids {
             by_session.entry(id).or_default().push(path.clone());
         }
@@ -337,8 +343,8 @@ fn wchc(shared: &Shared) -> String {
     out
 }
 
-fn dump(shared: &Shared) -> String {
-    let db = shared.db.read();
+fn dump(server: &Server) -> String {
+    let db = server.replicated.db.read();
     let mut out = format!(
         "SessionTracker dump:\nSession Sets ({}):\n",
         db.sessions.len()

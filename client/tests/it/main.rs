@@ -3,6 +3,7 @@
 
 mod cache;
 mod cache_kill;
+mod certs;
 mod chroot;
 mod crud;
 mod election;
@@ -17,6 +18,7 @@ mod recipes;
 mod reset;
 mod session;
 mod support;
+mod tls;
 mod watches;
 
 /// This binary's tests run against Apache ZooKeeper (the `paddock` binary runs the same

@@ -5,6 +5,8 @@
 mod cache;
 #[path = "../it/cache_kill.rs"]
 mod cache_kill;
+#[path = "../it/certs.rs"]
+mod certs;
 #[path = "../it/chroot.rs"]
 mod chroot;
 #[path = "../it/crud.rs"]
@@ -31,6 +33,8 @@ mod recipes;
 mod session;
 #[path = "../it/support.rs"]
 mod support;
+#[path = "../it/tls.rs"]
+mod tls;
 #[path = "../it/watches.rs"]
 mod watches;
 
