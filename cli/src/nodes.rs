@@ -28,7 +28,7 @@ pub async fn execute(
             path,
         } => {
             if recursive {
-                for node in subtree(client, &path).await? {
+                for node in client.subtree(&path).await? {
                     println!("{node}");
                 }
             } else {
@@ -92,17 +92,7 @@ pub async fn execute(
             println!("Created {created}");
         }
         Command::Delete { version, path } => client.delete(&path, version).await?,
-        Command::DeleteAll { path } => {
-            let mut nodes = subtree(client, &path).await?;
-            // Children before parents.
-            nodes.sort_by_key(|node| std::cmp::Reverse(node.matches('/').count()));
-            for node in nodes.iter().filter(|node| node.as_str() != "/") {
-                match client.delete(node, None).await {
-                    Ok(()) | Err(Error::Keeper(ErrorCode::NoNode)) => {}
-                    Err(err) => return Err(err.into()),
-                }
-            }
-        }
+        Command::DeleteAll { path } => client.delete_all(&path).await?,
         Command::Stat { watch, path } => {
             let stat = if watch {
                 let (stat, fired) = client.exists_w(&path).await?;
@@ -140,7 +130,7 @@ pub async fn execute(
         } => {
             let acl = parse_acl(&acl)?;
             let targets = if recursive {
-                subtree(client, &path).await?
+                client.subtree(&path).await?
             } else {
                 vec![path]
             };
@@ -292,31 +282,6 @@ fn watch_mode(mode: &str) -> Result<AddWatchMode> {
         "persistentRecursive" | "PERSISTENT_RECURSIVE" => Ok(AddWatchMode::PersistentRecursive),
         other => bail!("unknown watch mode {other:?}: persistent or persistentRecursive"),
     }
-}
-
-/// `path` and every node below it, parents first.
-async fn subtree(client: &Client, path: &str) -> Result<Vec<String>> {
-    let mut nodes = vec![path.to_owned()];
-    let mut next = 0;
-    while next < nodes.len() {
-        let node = nodes[next].clone();
-        next += 1;
-        let mut children = match client.get_children(&node).await {
-            Ok(children) => children,
-            // Deleted meanwhile: nothing below it either.
-            Err(Error::Keeper(ErrorCode::NoNode)) if node != path => continue,
-            Err(err) => return Err(err.into()),
-        };
-        children.sort();
-        for child in children {
-            nodes.push(if node == "/" {
-                format!("/{child}")
-            } else {
-                format!("{node}/{child}")
-            });
-        }
-    }
-    Ok(nodes)
 }
 
 /// Prints a one-shot watch's event whenever it fires, as zkCli's default watcher does

@@ -31,6 +31,10 @@ const MAX_TTL_MS: u128 = (1 << 40) - 1;
 /// The node ZooKeeper keeps its dynamic configuration in; outside any chroot.
 const CONFIG_NODE: &str = "/zookeeper/config";
 
+/// The reply to a request already sent, boxed so that it can be named.
+pub(crate) type Answer<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, Error>> + Send + 'static>>;
+
 /// Ids for persistent watch streams, so a dropped stream can be told from its siblings.
 static NEXT_WATCH_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -541,6 +545,134 @@ impl Client {
     #[doc(hidden)]
     pub fn debug_drop_connection(&self, pause: Duration) {
         let _ = self.inner.commands.send(Command::DropConnection { pause });
+    }
+
+    /// How many connections the session has had so far (1 after `connect`): it grows on
+    /// every reconnect, which a cache compares to know when to resync.
+    pub(crate) fn connection_epoch(&self) -> u64 {
+        self.inner.view.info().connections
+    }
+
+    /// `getData` sent now, not when first polled: pipelined reads then reach the server
+    /// in the order they were made, and their replies reflect states in that order.
+    pub(crate) fn get_data_now(
+        &self,
+        path: &str,
+    ) -> impl std::future::Future<Output = Result<(Bytes, Stat), Error>> + Send + 'static {
+        let reply = self
+            .watched(path, false)
+            .map(|request| self.send_now(Request::GetData(request)));
+        async move {
+            match reply?.await? {
+                Response::GetData { data, stat } => Ok((data.bytes(), stat)),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    /// `getChildren` sent now, not when first polled: pipelined listings then reach
+    /// the server in the order they were made.
+    pub(crate) fn get_children_now(
+        &self,
+        path: &str,
+    ) -> impl std::future::Future<Output = Result<Vec<String>, Error>> + Send + 'static {
+        let reply = self
+            .watched(path, false)
+            .map(|request| self.send_now(Request::GetChildren(request)));
+        async move {
+            match reply?.await? {
+                Response::GetChildren { children } => Ok(children),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    /// `getData` with a watch, sent now; the watch is armed if the node exists.
+    pub(crate) fn get_data_w_now(
+        &self,
+        path: &str,
+    ) -> Result<(Answer<(Bytes, Stat)>, WatchFuture), Error> {
+        let request = Request::GetData(self.watched(path, true)?);
+        let (tx, rx) = oneshot::channel();
+        let effect = self.effect(&request, EffectKind::OneShot(OneShotKind::Data, tx));
+        let reply = self.send_now_with(request, effect);
+        let read = async move {
+            match reply.await? {
+                Response::GetData { data, stat } => Ok((data.bytes(), stat)),
+                other => Err(unexpected(other)),
+            }
+        };
+        Ok((Box::pin(read), WatchFuture::new(rx)))
+    }
+
+    /// `getChildren` with a watch, sent now; the watch is armed if the node exists.
+    pub(crate) fn get_children_w_now(
+        &self,
+        path: &str,
+    ) -> Result<(Answer<Vec<String>>, WatchFuture), Error> {
+        let request = Request::GetChildren(self.watched(path, true)?);
+        let (tx, rx) = oneshot::channel();
+        let effect = self.effect(&request, EffectKind::OneShot(OneShotKind::Child, tx));
+        let reply = self.send_now_with(request, effect);
+        let read = async move {
+            match reply.await? {
+                Response::GetChildren { children } => Ok(children),
+                other => Err(unexpected(other)),
+            }
+        };
+        Ok((Box::pin(read), WatchFuture::new(rx)))
+    }
+
+    /// `exists` with a watch, sent now: the watch fires on creation, or on the next
+    /// change if the node exists.
+    pub(crate) fn exists_w_now(
+        &self,
+        path: &str,
+    ) -> Result<(Answer<Option<Stat>>, WatchFuture), Error> {
+        let request = Request::Exists(self.watched(path, true)?);
+        let (tx, rx) = oneshot::channel();
+        let effect = self.effect(&request, EffectKind::Exists(tx));
+        let reply = self.send_now_with(request, effect);
+        let read = async move {
+            match reply.await {
+                Ok(Response::Stat(stat)) => Ok(Some(stat)),
+                Ok(other) => Err(unexpected(other)),
+                Err(Error::Keeper(paddock_wire::ErrorCode::NoNode)) => Ok(None),
+                Err(err) => Err(err),
+            }
+        };
+        Ok((Box::pin(read), WatchFuture::new(rx)))
+    }
+
+    /// Hands `request` to the session at once and returns the wait for its reply.
+    fn send_now(
+        &self,
+        request: Request,
+    ) -> impl std::future::Future<Output = Result<Response, Error>> + Send + 'static {
+        self.send_now_with(request, None)
+    }
+
+    /// [`send_now`](Client::send_now) with a change to the watch table.
+    fn send_now_with(
+        &self,
+        request: Request,
+        effect: Option<Effect>,
+    ) -> impl std::future::Future<Output = Result<Response, Error>> + Send + 'static {
+        let (reply, rx) = oneshot::channel();
+        let command = Command::Request {
+            request,
+            reply,
+            effect,
+        };
+        let sent = self.inner.commands.send(command).is_ok();
+        let view = self.inner.view.clone();
+        let terminal = move || view.state.borrow().terminal_error();
+        async move {
+            if !sent {
+                return Err(terminal());
+            }
+            rx.await.unwrap_or_else(|_| Err(terminal()))
+        }
     }
 
     /// Sends one request and waits for its reply.

@@ -22,12 +22,19 @@
 //! - [`options`]: [`ConnectOptions`], [`CreateOptions`].
 //! - [`tls`]: [`TlsOptions`], for a server's secure client port.
 //! - [`state`]: [`SessionState`], observable through [`Client::state_watcher`].
+//! - `subtree`: calls on a whole subtree: [`Client::ensure_path`],
+//!   [`Client::delete_all`] (in multi batches), [`Client::subtree`].
 //! - `backoff`: the pauses between rounds of connection attempts (exponential, capped,
-//!   jittered).
+//!   jittered); [`retry`] reuses it for [`RetryPolicy`](retry::RetryPolicy) around any
+//!   call.
 //! - `connect_string`: `host:port,...[/chroot]` and the chroot.
 //! - [`error`]: [`Error`], with [`Error::code`] mapping onto ZooKeeper's codes.
-//! - [`recipes`]: locks, read/write locks, semaphore, leader election, barriers, queue
-//!   and counter, in kazoo's node layouts so they interoperate with it.
+//! - [`cache`]: [`TreeCache`](cache::TreeCache), [`NodeCache`](cache::NodeCache) and
+//!   [`ChildrenCache`](cache::ChildrenCache), mirrors that never miss a change.
+//! - [`recipes`]: locks (single, read/write, multi), semaphore, leader election and
+//!   latch, parties, set partitioner, barriers, queues, counter, persistent and TTL
+//!   nodes, data and children watches, in kazoo's node layouts (Curator's for the
+//!   latch) so they interoperate with them.
 //!
 //! The zkCli-style shell, `paddock-cli`, is its own crate (`cli/`), so that this library
 //! pulls in nothing a library user does not need.
@@ -35,13 +42,16 @@
 #![warn(missing_docs)]
 
 mod backoff;
+pub mod cache;
 mod client;
 mod connect_string;
 pub mod error;
 pub mod options;
 pub mod recipes;
+pub mod retry;
 mod session;
 pub mod state;
+mod subtree;
 pub mod tls;
 pub mod transaction;
 pub mod watch;

@@ -5,53 +5,59 @@
 //!   only its predecessor; every grant carries a fencing token.
 //! - [`rwlock`]: [`ReadWriteLock`], the shared/exclusive pair on one path.
 //! - [`election`]: [`Election`], leadership as holding a lock, with a loss signal.
+//! - [`leader_latch`]: [`LeaderLatch`], Curator's latch: leader or not at any moment,
+//!   with a listener.
+//! - [`multilock`]: [`MultiLock`], several locks taken as one.
+//! - [`party`]: [`Party`] and [`ShallowParty`], group membership.
+//! - [`partitioner`]: [`SetPartitioner`], a set divided among a party's members.
+//! - [`persistent_node`]: [`PersistentNode`], a node kept in existence.
+//! - [`ttl_node`]: [`TtlNode`], a node that outlives its owner by a TTL at most.
 //! - [`semaphore`]: [`Semaphore`], a lease pool.
 //! - [`barrier`]: [`Barrier`] and [`DoubleBarrier`].
 //! - [`queue`]: [`Queue`], a priority FIFO.
+//! - [`locking_queue`]: [`LockingQueue`], entries locked while worked on.
 //! - [`counter`]: [`Counter`], compare-and-set on the node's version.
+//! - [`watchers`]: [`DataWatch`] and [`ChildrenWatch`], a node's data or children after
+//!   every change.
 
 pub mod barrier;
 pub mod counter;
 pub mod election;
+pub mod leader_latch;
 pub mod lock;
+pub mod locking_queue;
+pub mod multilock;
+pub mod partitioner;
+pub mod party;
+pub mod persistent_node;
 pub mod queue;
 pub mod rwlock;
 pub mod semaphore;
+pub mod ttl_node;
+pub mod watchers;
 
 pub use barrier::{Barrier, DoubleBarrier};
 pub use counter::Counter;
 pub use election::{Election, Leadership};
+pub use leader_latch::{LatchState, LeaderLatch};
 pub use lock::{Lock, LockGuard};
+pub use locking_queue::{LockedEntry, LockingQueue};
+pub use multilock::{MultiLock, MultiLockGuard};
+pub use partitioner::{Partition, SetPartitioner};
+pub use party::{Party, ShallowParty};
+pub use persistent_node::{NodeState, PersistentNode};
 pub use queue::Queue;
 pub use rwlock::ReadWriteLock;
 pub use semaphore::{Semaphore, SemaphoreLease};
+pub use ttl_node::TtlNode;
+pub use watchers::{ChildrenWatch, DataWatch};
 
-use paddock_wire::path;
+use crate::{Client, Error, ErrorCode};
 
-use crate::{Client, CreateMode, Error, ErrorCode};
-
-/// Creates `path` and any missing ancestors as empty persistent nodes (kazoo's
-/// `ensure_path`). Nodes that already exist are left alone.
+/// Creates `path` and any missing ancestors (kazoo's `ensure_path`); the same as
+/// [`Client::ensure_path`].
 pub async fn ensure_path(client: &Client, path: &str) -> Result<(), Error> {
-    if path == "/" || client.exists(path).await?.is_some() {
-        return Ok(());
-    }
-    let mut missing = vec![path];
-    let mut current = path;
-    while let Some(parent) = path::parent(current) {
-        if parent == "/" || client.exists(parent).await?.is_some() {
-            break;
-        }
-        missing.push(parent);
-        current = parent;
-    }
-    for node in missing.into_iter().rev() {
-        match client.create(node, b"", CreateMode::Persistent).await {
-            Ok(_) | Err(Error::Keeper(ErrorCode::NodeExists)) => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
+    client.ensure_path(path).await
 }
 
 /// 32 random hex digits, like Python's `uuid.uuid4().hex` that kazoo puts in its node

@@ -143,6 +143,9 @@ pub(crate) struct SessionInfo {
     pub timeout: Duration,
     /// The server of the current (or last) connection.
     pub server: Option<SocketAddr>,
+    /// How many connections the session has had: a reader that sees it grow knows it
+    /// may have missed what persistent watches do not replay (the caches resync on it).
+    pub connections: u64,
 }
 
 impl SessionView {
@@ -330,16 +333,19 @@ impl Session {
         self.timeout = Duration::from_millis(u64::try_from(response.timeout).unwrap_or(0));
         self.seen_rw_server |= !read_only;
         self.last_heard = Instant::now();
-        *self
+        let mut info = self
             .view
             .info
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = SessionInfo {
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *info = SessionInfo {
             session_id: self.session_id,
             password: self.password.clone(),
             timeout: self.timeout,
             server: Some(server),
+            connections: info.connections + 1,
         };
+        drop(info);
         self.announce = Some(if read_only {
             SessionState::ConnectedReadOnly
         } else {

@@ -116,3 +116,79 @@ async fn kazoo_and_paddock_locks_exclude_each_other() {
     })
     .await;
 }
+
+/// kazoo's side of the party and locking-queue exchange (see the test).
+const KAZOO_PARTY_QUEUE: &str = r#"
+import sys
+from kazoo.client import KazooClient
+hosts, base = sys.argv[1], sys.argv[2]
+zk = KazooClient(hosts=hosts)
+zk.start(timeout=15)
+party = zk.Party(base + "/party", "kazoo")
+shallow = zk.ShallowParty(base + "/shallow", "kazoo-host")
+party.join()
+shallow.join()
+queue = zk.LockingQueue(base + "/queue")
+queue.put_all([b"from-kazoo-1", b"from-kazoo-2"])
+print("ready", flush=True)
+sys.stdin.readline()
+print(",".join(sorted(party)), flush=True)
+print(",".join(sorted(shallow)), flush=True)
+print(queue.get(10).decode(), flush=True)
+print(queue.consume(), flush=True)
+zk.stop()
+"#;
+
+#[tokio::test]
+async fn kazoo_and_paddock_share_parties_and_locking_queues() {
+    use paddock_client::recipes::{LockingQueue, Party, ShallowParty};
+    within(Duration::from_secs(90), async {
+        crate::support::require_kazoo();
+        let hosts = server().await;
+        let base = unique("interop-party");
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(KAZOO_PARTY_QUEUE)
+            .arg(&hosts)
+            .arg(&base)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("python3 with kazoo");
+        let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(next_line(&mut out).await, "ready");
+
+        let client = connect().await;
+        let party = Party::new(&client, &format!("{base}/party"), "paddock");
+        let shallow = ShallowParty::new(&client, &format!("{base}/shallow"), "paddock-host");
+        party.join().await.unwrap();
+        shallow.join().await.unwrap();
+        let mut members = party.members().await.unwrap();
+        members.sort();
+        assert_eq!(members, ["kazoo", "paddock"]);
+        let mut hosts_seen = shallow.members().await.unwrap();
+        hosts_seen.sort();
+        assert_eq!(hosts_seen, ["kazoo-host", "paddock-host"]);
+
+        // kazoo's entries, in order; ours with a lower priority goes before the rest.
+        let queue = LockingQueue::new(&client, &format!("{base}/queue"));
+        let first = queue.get().await.unwrap();
+        assert_eq!(&first.value()[..], b"from-kazoo-1");
+        assert!(first.consume().await.unwrap());
+        queue.put_all(&[b"from-paddock"], 1).await.unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"go\n").await.unwrap();
+        stdin.flush().await.unwrap();
+        assert_eq!(next_line(&mut out).await, "kazoo,paddock");
+        assert_eq!(next_line(&mut out).await, "kazoo-host,paddock-host");
+        assert_eq!(next_line(&mut out).await, "from-paddock");
+        assert_eq!(next_line(&mut out).await, "True");
+        child.wait().await.unwrap();
+        let last = queue.get().await.unwrap();
+        assert_eq!(&last.value()[..], b"from-kazoo-2");
+        assert!(last.consume().await.unwrap());
+        assert!(queue.is_empty().await.unwrap());
+    })
+    .await;
+}

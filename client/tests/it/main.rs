@@ -1,13 +1,17 @@
 //! Integration tests of paddock-client against a real server: Apache ZooKeeper 3.8
 //! started here, or the server named by `PADDOCK_TEST_SERVER` (see `support`).
 
+mod cache;
+mod cache_kill;
 mod certs;
 mod chroot;
 mod crud;
 mod election;
 mod ensemble;
+mod helpers;
 mod interop;
 mod lock;
+mod membership;
 mod multi;
 mod persistent;
 mod recipes;

@@ -217,3 +217,63 @@ async fn counters_add_atomically() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locking_queue_hands_each_entry_to_one_consumer_until_consumed() {
+    use paddock_client::recipes::LockingQueue;
+    within(LIMIT, async {
+        let path = unique("locking-queue");
+        let (a, b) = (connect().await, connect().await);
+        let qa = LockingQueue::new(&a, &path);
+        let qb = LockingQueue::new(&b, &path);
+        qa.put(b"one").await.unwrap();
+        qa.put_all(&[b"two", b"three"], 100).await.unwrap();
+        qa.put_all(&[b"urgent"], 5).await.unwrap();
+        assert_eq!(qa.len().await.unwrap(), 4);
+
+        let urgent = qa.get().await.unwrap();
+        assert_eq!(&urgent.value()[..], b"urgent");
+        // Locked entries are skipped by others, not removed.
+        let one = qb.get().await.unwrap();
+        assert_eq!(&one.value()[..], b"one");
+        assert_eq!(qa.len().await.unwrap(), 4);
+        // Released, it is next again.
+        assert!(urgent.release().await.unwrap());
+        let again = qb.get().await.unwrap();
+        assert_eq!(&again.value()[..], b"urgent");
+        assert!(again.holds_lock().await.unwrap());
+        assert!(again.consume().await.unwrap());
+        assert!(one.consume().await.unwrap());
+        assert_eq!(qa.len().await.unwrap(), 2);
+
+        // A consumer whose session ends gives its entry back.
+        let two = qb.get().await.unwrap();
+        assert_eq!(&two.value()[..], b"two");
+        b.close().await.unwrap();
+        let back = within(Duration::from_secs(20), qa.get()).await.unwrap();
+        assert_eq!(&back.value()[..], b"two");
+        assert!(!two.consume().await.unwrap_or(false));
+        // Waiting for an entry: a put wakes the getter.
+        assert!(back.consume().await.unwrap());
+        let three = qa.get().await.unwrap();
+        assert!(three.consume().await.unwrap());
+        assert!(qa
+            .get_timeout(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none());
+        let waiting = tokio::spawn({
+            let qa = qa.clone();
+            async move { qa.get().await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        qa.put(b"late").await.unwrap();
+        let late = within(Duration::from_secs(20), waiting)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&late.value()[..], b"late");
+        assert!(late.consume().await.unwrap());
+    })
+    .await;
+}

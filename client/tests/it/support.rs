@@ -36,6 +36,8 @@ pub struct ZkServer {
     wrapper: Child,
     stdin: Option<ChildStdin>,
     pub addr: String,
+    /// The server's directory, with `server.pid` (the server process, for kill -9).
+    dir: PathBuf,
 }
 
 /// The settings every test server shares.
@@ -105,6 +107,7 @@ impl ZkServer {
         let script = r#"dir="$1"; shift
 "$@" >"$dir/server.out" 2>&1 &
 pid=$!
+echo "$pid" >"$dir/server.pid"
 cat >/dev/null
 kill "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
@@ -119,6 +122,9 @@ rm -rf "$dir""#;
                 command
                     .arg("java")
                     .arg("-Xmx256m")
+                    // TTL and container nodes checked every 500 ms (default: a minute),
+                    // as Paddock checks them every tick.
+                    .arg("-Dznode.container.checkIntervalMs=500")
                     .arg("-cp")
                     .arg(classpath)
                     .arg(ZK_MAIN)
@@ -140,7 +146,26 @@ rm -rf "$dir""#;
             wrapper,
             stdin,
             addr: format!("127.0.0.1:{port}"),
+            dir: dir.to_owned(),
         }
+    }
+
+    /// Kills the server process with SIGKILL, as a crash would; the wrapper then only
+    /// removes the directory on drop.
+    pub fn kill9(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pid = loop {
+            let pid = std::fs::read_to_string(self.dir.join("server.pid")).unwrap_or_default();
+            if !pid.trim().is_empty() || Instant::now() > deadline {
+                break pid;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let status = Command::new("kill")
+            .args(["-9", pid.trim()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -9 {} failed", pid.trim());
     }
 
     /// Polls the `srvr` four-letter word until the server reports its mode (standalone,

@@ -1,6 +1,10 @@
 //! The client's integration tests (`tests/it`), run against Paddock instead of Apache
 //! ZooKeeper: the same test code and expectations, a different server.
 
+#[path = "../it/cache.rs"]
+mod cache;
+#[path = "../it/cache_kill.rs"]
+mod cache_kill;
 #[path = "../it/certs.rs"]
 mod certs;
 #[path = "../it/chroot.rs"]
@@ -11,10 +15,14 @@ mod crud;
 mod election;
 #[path = "../it/ensemble.rs"]
 mod ensemble;
+#[path = "../it/helpers.rs"]
+mod helpers;
 #[path = "../it/interop.rs"]
 mod interop;
 #[path = "../it/lock.rs"]
 mod lock;
+#[path = "../it/membership.rs"]
+mod membership;
 #[path = "../it/multi.rs"]
 mod multi;
 #[path = "../it/persistent.rs"]
