@@ -33,6 +33,7 @@ pub(super) struct Draft {
     peer_type: Option<PeerType>,
     quorum_listen_on_all_ips: Option<bool>,
     servers: BTreeMap<u64, ServerSpec>,
+    admin: admin::AdminDraft,
     pub(super) warnings: Vec<ConfigWarning>,
 }
 
@@ -155,6 +156,9 @@ impl Draft {
 
     /// Server lines, ZooKeeper's keys Paddock has no use for, and unknown keys.
     fn apply_other(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if self.admin.apply(key, value, &mut self.warnings)? {
+            return Ok(());
+        }
         if let Some(id) = key.strip_prefix("server.") {
             let id = server_id(key, id)?;
             let server = parse_server(key, id, value)?;
@@ -225,6 +229,7 @@ impl Draft {
             None => None,
         };
         let extended_types_enabled = self.extended_types_enabled.unwrap_or(false);
+        let admin = std::mem::take(&mut self.admin).finish(&mut self.warnings)?;
 
         let (server_id, ensemble, client_addr) = if self.servers.is_empty() {
             if let Some(configured) = self.peer_type {
@@ -286,6 +291,7 @@ impl Draft {
             group_commit_max_entries: self.group_commit_max_entries.unwrap_or(1000),
             server_id,
             ensemble,
+            admin,
             warnings: self.warnings,
         })
     }
@@ -380,7 +386,7 @@ pub(super) fn leaves_feature_off(value: &str) -> bool {
 }
 
 /// ZooKeeper keys that tune the Java implementation (threads, caches, throttles, the
-/// admin and metrics servers, TLS key material, ...) and have no counterpart here.
+/// TLS key material, ...) and have no counterpart here.
 /// Accepted in silence so a ZooKeeper `zoo.cfg` runs unchanged.
 pub(super) fn is_ignored(key: &str) -> bool {
     const KEYS: &[&str] = &[
@@ -441,13 +447,11 @@ pub(super) fn is_ignored(key: &str) -> bool {
         "X509AuthenticationProvider.superUser",
     ];
     const PREFIXES: &[&str] = &[
-        "admin.",
         "fastleader.",
         "jvm.pause.",
         "kerberos.",
         "learner.",
         "leader.",
-        "metricsProvider.",
         "multiAddress.",
         "netty.",
         "observer.",
