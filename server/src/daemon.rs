@@ -56,6 +56,8 @@ pub fn settings(config: &Config) -> Settings {
 pub struct Daemon {
     pub shared: Arc<Shared>,
     pub local_addr: std::net::SocketAddr,
+    /// The admin HTTP listener's address, if it runs.
+    pub admin_addr: Option<std::net::SocketAddr>,
     consensus: Consensus,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -67,6 +69,7 @@ impl Daemon {
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.client_addr))?;
         let local_addr = listener.local_addr()?;
+        let admin = crate::admin::Listeners::bind(&config.admin).await?;
         let (proposer, proposals) = consensus::channel();
         let (liveness, liveness_events) = liveness::channel();
         let status = Arc::new(Status::default());
@@ -147,7 +150,7 @@ impl Daemon {
             StateMachine::new(shared.clone(), inbox),
         )?;
 
-        let tasks = vec![
+        let mut tasks = vec![
             tokio::spawn(crate::listener::run(listener, shared.clone())),
             tokio::spawn(liveness::run(
                 shared.clone(),
@@ -157,6 +160,8 @@ impl Daemon {
             tokio::spawn(housekeeping(shared.clone())),
             tokio::spawn(autopurge(shared.clone(), storage, config.autopurge)),
         ];
+        let admin_addr = admin.admin_addr();
+        tasks.extend(admin.serve(shared.clone()));
         tracing::info!(
             "paddock {} serving clients on {local_addr}",
             env!("CARGO_PKG_VERSION")
@@ -164,6 +169,7 @@ impl Daemon {
         Ok(Daemon {
             shared,
             local_addr,
+            admin_addr,
             consensus,
             tasks,
         })

@@ -23,10 +23,15 @@
 //! - `session`: the session table, the expiry clock, the caller's identities.
 //! - `store`: the durable raft log (`dataLogDir`), snapshots and raft's hard state
 //!   (`dataDir`); `image` is what a snapshot holds of the state machine.
-//! - `metrics`: counters for `srvr` / `mntr`; `fatal`: the one way to die.
+//! - `metrics`: counters for `srvr` / `mntr` and the distributions `/metrics` exports;
+//!   `report`: what `srvr`, `mntr`, `cons`, ... report, rendered as text by `fourlw`
+//!   and as JSON by `admin`, the HTTP listener (`/commands`, `/metrics`, health);
+//!   `process_stats`: the process's CPU, memory and file descriptors;
+//!   `fatal`: the one way to die.
 //! - `sim` (tests only): the deterministic in-process ensemble.
 
 pub(crate) mod acl;
+pub(crate) mod admin;
 pub(crate) mod apply;
 pub mod config;
 pub(crate) mod conn;
@@ -42,7 +47,9 @@ pub(crate) mod liveness;
 pub(crate) mod metrics;
 pub(crate) mod monotonic;
 pub(crate) mod outbox;
+pub(crate) mod process_stats;
 pub(crate) mod query;
+pub(crate) mod report;
 pub(crate) mod server;
 pub(crate) mod session;
 #[cfg(test)]

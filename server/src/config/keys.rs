@@ -385,7 +385,7 @@ pub(super) fn leaves_feature_off(value: &str) -> bool {
         .any(|off| value.eq_ignore_ascii_case(off))
 }
 
-/// ZooKeeper keys that tune the Java implementation (threads, caches, throttles, the
+/// ZooKeeper keys that tune the Java implementation (threads, caches, throttles,
 /// TLS key material, ...) and have no counterpart here.
 /// Accepted in silence so a ZooKeeper `zoo.cfg` runs unchanged.
 pub(super) fn is_ignored(key: &str) -> bool {

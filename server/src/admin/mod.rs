@@ -1,0 +1,188 @@
+//! The HTTP listener for operators, ZooKeeper's AdminServer in Paddock (`admin.*`):
+//! - `GET /commands/<name>`: ZooKeeper's admin commands as JSON (`commands`); the
+//!   prefix is `admin.commandURL`, and `GET /commands` lists them.
+//! - `GET /metrics`: Prometheus text (`exporter`); also on `metricsProvider.httpPort`
+//!   when ZooKeeper's Prometheus provider is configured.
+//! - `GET /health/live`: 200 while the process runs and its runtime answers.
+//! - `GET /health/ready`: 200 while this server takes clients — it has replayed its own
+//!   log, is in touch with a quorum and, rejoining, has caught up with the leader
+//!   (`liveness`) — 503 otherwise; the body says which.
+
+mod commands;
+mod exporter;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use crate::config::{AdminServer, HttpListen};
+use crate::report;
+use crate::server::Shared;
+
+use self::exporter::Exporter;
+
+/// The admin listeners, bound before the server starts so that a port in use is
+/// reported at once.
+pub struct Listeners {
+    admin: Option<TcpListener>,
+    metrics: Option<TcpListener>,
+    command_url: String,
+}
+
+impl Listeners {
+    /// Binds what the config asks for. A configured port that cannot be bound is an
+    /// error; ZooKeeper's default port 8080 taken (by another server on this host) is
+    /// a warning, and the server runs without its admin listener.
+    pub async fn bind(config: &AdminServer) -> anyhow::Result<Listeners> {
+        Ok(Listeners {
+            admin: bind(config.listen, "admin.serverPort").await?,
+            metrics: bind(config.metrics_listen, "metricsProvider.httpPort").await?,
+            command_url: config.command_url.clone(),
+        })
+    }
+
+    /// The admin listener's address, if it is bound.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Serves until shutdown: one task per listener.
+    pub fn serve(self, shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+        let exporter = Arc::new(Exporter::new(shared.clone()));
+        let state = AdminState {
+            shared: shared.clone(),
+            exporter,
+        };
+        let mut tasks = Vec::new();
+        if let Some(listener) = self.admin {
+            tasks.push(spawn(
+                listener,
+                admin_router(&self.command_url, state.clone()),
+                &shared,
+            ));
+        }
+        if let Some(listener) = self.metrics {
+            let router = Router::new()
+                .route("/metrics", get(metrics))
+                .with_state(state);
+            tasks.push(spawn(listener, router, &shared));
+        }
+        tasks
+    }
+}
+
+async fn bind(listen: Option<HttpListen>, key: &str) -> anyhow::Result<Option<TcpListener>> {
+    let Some(listen) = listen else {
+        return Ok(None);
+    };
+    match TcpListener::bind(listen.addr).await {
+        Ok(listener) => {
+            tracing::info!("admin HTTP on {} ({key})", listen.addr);
+            Ok(Some(listener))
+        }
+        Err(e) if listen.required => Err(anyhow::anyhow!(
+            "cannot listen on {} ({key}): {e}",
+            listen.addr
+        )),
+        Err(e) => {
+            tracing::warn!(
+                "no admin HTTP listener: cannot listen on {} (the default {key}): {e}; \
+                 set admin.serverPort to a free port, or admin.enableServer=false",
+                listen.addr
+            );
+            Ok(None)
+        }
+    }
+}
+
+fn spawn(
+    listener: TcpListener,
+    router: Router,
+    shared: &Arc<Shared>,
+) -> tokio::task::JoinHandle<()> {
+    let shutdown = shared.shutdown.clone();
+    tokio::spawn(async move {
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await;
+        if let Err(e) = served {
+            tracing::warn!("admin HTTP listener failed: {e}");
+        }
+    })
+}
+
+#[derive(Clone)]
+struct AdminState {
+    shared: Arc<Shared>,
+    exporter: Arc<Exporter>,
+}
+
+fn admin_router(command_url: &str, state: AdminState) -> Router {
+    let index_url = if command_url == "/" { "" } else { command_url };
+    let mut router = Router::new()
+        .route(&format!("{index_url}/{{name}}"), get(command))
+        .route("/metrics", get(metrics))
+        .route("/health/live", get(live))
+        .route("/health/ready", get(ready));
+    if !index_url.is_empty() {
+        let prefix = index_url.to_owned();
+        router = router.route(index_url, get(move || command_index(prefix)));
+    }
+    router.with_state(state)
+}
+
+async fn command(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
+    // Directory sizes and the tree's read lock: off the async workers.
+    let shared = state.shared.clone();
+    match tokio::task::spawn_blocking(move || commands::run(&name, &shared)).await {
+        Ok(answer) => Json(answer).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// Links to every command, as ZooKeeper's AdminServer lists them.
+async fn command_index(prefix: String) -> impl IntoResponse {
+    let links: String = commands::primary_names()
+        .into_iter()
+        .map(|name| format!("<a href=\"{prefix}/{name}\">{name}</a>\n<br/>\n"))
+        .collect();
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], links)
+}
+
+async fn metrics(State(state): State<AdminState>) -> Response {
+    let exporter = state.exporter.clone();
+    match tokio::task::spawn_blocking(move || exporter.scrape()).await {
+        Ok(text) => ([(header::CONTENT_TYPE, exporter::CONTENT_TYPE)], text).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn live() -> impl IntoResponse {
+    Json(json!({ "live": true }))
+}
+
+async fn ready(State(state): State<AdminState>) -> impl IntoResponse {
+    let shared = &state.shared;
+    let replayed = shared.status.applied() >= shared.replay_to;
+    let serving = shared.is_serving();
+    let ready = shared.ready_for_clients();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = json!({
+        "ready": ready,
+        "replayed_log": replayed,
+        "in_quorum": serving,
+        "server_state": report::mode(shared),
+    });
+    (status, Json(body))
+}
