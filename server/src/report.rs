@@ -85,17 +85,6 @@ pub enum Value {
     Text(String),
 }
 
-impl Value {
-    /// The value as a number, for Prometheus; `None` for text.
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            Value::Count(n) => Some(*n as f64),
-            Value::Decimal(x, _) => Some(*x),
-            Value::Text(_) => None,
-        }
-    }
-}
-
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -224,7 +224,18 @@ impl std::fmt::Debug for StateCollector {
     }
 }
 
-fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: f64) -> std::fmt::Result {
+/// A gauge of a whole number (printed as one, not as a float).
+fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> std::fmt::Result {
+    let gauge = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
+    gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)
+}
+
+fn float_gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: f64,
+) -> std::fmt::Result {
     let gauge = ConstGauge::new(value);
     gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)
 }
@@ -234,31 +245,29 @@ impl Collector for StateCollector {
         let shared = &self.shared;
         let rows = report::monitor(shared);
         for (key, name, help) in GAUGES {
-            let value = rows
-                .iter()
-                .find(|(k, _)| k == key)
-                .and_then(|(_, v)| v.as_f64());
-            if let Some(value) = value {
-                gauge(&mut encoder, name, help, value)?;
+            match rows.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
+                Some(report::Value::Count(n)) => gauge(&mut encoder, name, help, *n)?,
+                Some(report::Value::Decimal(x, _)) => float_gauge(&mut encoder, name, help, *x)?,
+                Some(report::Value::Text(_)) | None => {}
             }
         }
         gauge(
             &mut encoder,
             "paddock_serving",
             "1 while this server is in touch with a quorum and takes clients",
-            f64::from(u8::from(shared.is_serving())),
+            u64::from(shared.is_serving()),
         )?;
         gauge(
             &mut encoder,
             "paddock_ready",
             "1 while /health/ready answers 200: serving and caught up",
-            f64::from(u8::from(shared.ready_for_clients())),
+            u64::from(shared.ready_for_clients()),
         )?;
         gauge(
             &mut encoder,
             "paddock_is_leader",
             "1 on the raft leader",
-            f64::from(u8::from(shared.is_leader())),
+            u64::from(shared.is_leader()),
         )?;
         if let Some(cpu) = process_stats::cpu_time() {
             let counter = ConstCounter::new(cpu.as_secs_f64());
@@ -274,7 +283,7 @@ impl Collector for StateCollector {
                 &mut encoder,
                 "process_resident_memory_bytes",
                 "resident memory, in bytes",
-                rss as f64,
+                rss,
             )?;
         }
         if let Some(open) = process_stats::open_fds() {
@@ -282,7 +291,7 @@ impl Collector for StateCollector {
                 &mut encoder,
                 "process_open_fds",
                 "open file descriptors",
-                open as f64,
+                open,
             )?;
         }
         if let Some(max) = process_stats::max_fds() {
@@ -290,7 +299,7 @@ impl Collector for StateCollector {
                 &mut encoder,
                 "process_max_fds",
                 "the file descriptor limit",
-                max as f64,
+                max,
             )?;
         }
         Ok(())
