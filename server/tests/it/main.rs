@@ -16,6 +16,7 @@ mod kazoo;
 mod lifecycle;
 mod loadgen;
 mod nodes;
+mod prometheus;
 mod reconfig;
 mod scale;
 mod sessions;
