@@ -13,14 +13,18 @@ mod exporter;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use serde_json::json;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{AdminServer, HttpListen};
 use crate::report;
@@ -34,6 +38,7 @@ pub struct Listeners {
     admin: Option<TcpListener>,
     metrics: Option<TcpListener>,
     command_url: String,
+    idle_timeout: Duration,
 }
 
 impl Listeners {
@@ -45,6 +50,7 @@ impl Listeners {
             admin: bind(config.listen, "admin.serverPort").await?,
             metrics: bind(config.metrics_listen, "metricsProvider.httpPort").await?,
             command_url: config.command_url.clone(),
+            idle_timeout: config.idle_timeout,
         })
     }
 
@@ -62,17 +68,14 @@ impl Listeners {
         };
         let mut tasks = Vec::new();
         if let Some(listener) = self.admin {
-            tasks.push(spawn(
-                listener,
-                admin_router(&self.command_url, state.clone()),
-                &shared,
-            ));
+            let router = admin_router(&self.command_url, state.clone());
+            tasks.push(spawn(listener, router, self.idle_timeout, &shared));
         }
         if let Some(listener) = self.metrics {
             let router = Router::new()
                 .route("/metrics", get(metrics))
                 .with_state(state);
-            tasks.push(spawn(listener, router, &shared));
+            tasks.push(spawn(listener, router, self.idle_timeout, &shared));
         }
         tasks
     }
@@ -105,17 +108,57 @@ async fn bind(listen: Option<HttpListen>, key: &str) -> anyhow::Result<Option<Tc
 fn spawn(
     listener: TcpListener,
     router: Router,
+    idle_timeout: Duration,
     shared: &Arc<Shared>,
 ) -> tokio::task::JoinHandle<()> {
-    let shutdown = shared.shutdown.clone();
-    tokio::spawn(async move {
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await;
-        if let Err(e) = served {
-            tracing::warn!("admin HTTP listener failed: {e}");
-        }
-    })
+    tokio::spawn(serve(
+        listener,
+        router,
+        idle_timeout,
+        shared.shutdown.clone(),
+    ))
+}
+
+/// Accepts until shutdown; one task per connection. A connection that sends no
+/// complete request header for `idle_timeout` (idle between requests, or trickling
+/// one in) is closed, as ZooKeeper's Jetty closes idle connections.
+async fn serve(
+    listener: TcpListener,
+    router: Router,
+    idle_timeout: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Typically EMFILE: back off briefly rather than spin.
+                    tracing::warn!("admin HTTP accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => return,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(idle_timeout)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = shutdown.cancelled() => {
+                    // Finish the request in flight, if any, within the idle bound.
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(idle_timeout, connection).await;
+                }
+            }
+        });
+    }
 }
 
 #[derive(Clone)]

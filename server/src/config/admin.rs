@@ -14,6 +14,8 @@ use super::*;
 
 /// ZooKeeper's `JettyAdminServer.DEFAULT_PORT`.
 pub(super) const DEFAULT_ADMIN_PORT: u16 = 8080;
+/// ZooKeeper's `JettyAdminServer.DEFAULT_IDLE_TIMEOUT`, in milliseconds.
+pub(super) const DEFAULT_IDLE_TIMEOUT_MS: u32 = 30_000;
 /// ZooKeeper's `PrometheusMetricsProvider` default `httpPort`.
 pub(super) const DEFAULT_METRICS_PORT: u16 = 7000;
 const PROMETHEUS_PROVIDER: &str =
@@ -32,6 +34,9 @@ pub struct AdminServer {
     /// Where the commands live (`admin.commandURL`, default `/commands`), without a
     /// trailing slash.
     pub command_url: String,
+    /// How long an HTTP connection may wait for its next request's header before it
+    /// is closed (`admin.idleTimeout`, ZooKeeper's 30 s), on both listeners.
+    pub idle_timeout: Duration,
     /// `metricsProvider.httpHost:httpPort` when `metricsProvider.className` names
     /// ZooKeeper's Prometheus provider: a second listener serving `/metrics` alone.
     pub metrics_listen: Option<HttpListen>,
@@ -54,6 +59,7 @@ pub(super) struct AdminDraft {
     server_address: Option<String>,
     server_port: Option<u16>,
     command_url: Option<String>,
+    idle_timeout_ms: Option<u32>,
     metrics_class: Option<String>,
     metrics_host: Option<String>,
     metrics_port: Option<u16>,
@@ -85,9 +91,8 @@ impl AdminDraft {
                 }
                 self.command_url = Some(url.to_owned());
             }
-            "admin.idleTimeout" | "admin.httpVersion" => {
-                no_effect("the admin server speaks HTTP/1.1 and keeps idle connections open")
-            }
+            "admin.idleTimeout" => self.idle_timeout_ms = Some(int(key, value, 1)?),
+            "admin.httpVersion" => no_effect("the admin server speaks HTTP/1.1"),
             "admin.portUnification" | "admin.forceHttps" | "admin.needClientAuth"
                 if !leaves_feature_off(value) =>
             {
@@ -183,6 +188,9 @@ impl AdminDraft {
         Ok(AdminServer {
             listen,
             command_url: self.command_url.unwrap_or_else(|| "/commands".to_owned()),
+            idle_timeout: Duration::from_millis(u64::from(
+                self.idle_timeout_ms.unwrap_or(DEFAULT_IDLE_TIMEOUT_MS),
+            )),
             metrics_listen,
         })
     }
@@ -220,6 +228,7 @@ mod tests {
             })
         );
         assert_eq!(server.command_url, "/commands");
+        assert_eq!(server.idle_timeout, Duration::from_secs(30));
         assert_eq!(server.metrics_listen, None);
         assert_eq!(warnings, []);
     }
@@ -228,6 +237,7 @@ mod tests {
     fn configured_listeners_are_required() {
         let (server, warnings) = admin(
             "admin.serverAddress=127.0.0.1\nadmin.serverPort=9001\nadmin.commandURL=/cmds/\n\
+             admin.idleTimeout=5000\n\
              metricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider\n\
              metricsProvider.httpHost=127.0.0.1\nmetricsProvider.exportJvmInfo=false",
         )
@@ -236,6 +246,7 @@ mod tests {
         assert_eq!(listen.addr, "127.0.0.1:9001".parse().unwrap());
         assert!(listen.required);
         assert_eq!(server.command_url, "/cmds");
+        assert_eq!(server.idle_timeout, Duration::from_secs(5));
         assert_eq!(
             server.metrics_listen.map(|l| l.addr),
             Some("127.0.0.1:7000".parse().unwrap())
@@ -246,7 +257,7 @@ mod tests {
     #[test]
     fn disabled_and_ignored_keys() {
         let (server, warnings) = admin(
-            "admin.enableServer=false\nadmin.idleTimeout=5000\nmetricsProvider.httpPort=7001\n\
+            "admin.enableServer=false\nadmin.httpVersion=11\nmetricsProvider.httpPort=7001\n\
              metricsProvider.numWorkerThreads=4\nadmin.forceHttps=false\nadmin.frobnicate=1",
         )
         .unwrap();
@@ -262,7 +273,7 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "admin.idleTimeout",
+                "admin.httpVersion",
                 "metricsProvider.numWorkerThreads",
                 "admin.frobnicate",
                 "metricsProvider.httpPort"
@@ -275,6 +286,7 @@ mod tests {
         assert!(admin("admin.serverPort=70000").is_err());
         assert!(admin("admin.enableServer=maybe").is_err());
         assert!(admin("admin.commandURL=commands").is_err());
+        assert!(admin("admin.idleTimeout=0").is_err());
         assert!(admin(
             "admin.serverPort=7000\nmetricsProvider.className=\
              org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider"

@@ -347,3 +347,23 @@ fn readiness_follows_the_quorum() {
         });
     }
 }
+
+/// ZooKeeper's `admin.idleTimeout`: a connection that sends no request is closed.
+#[test]
+fn idle_admin_connections_are_closed_after_the_idle_timeout() {
+    use std::io::Read;
+    let port = free_port();
+    let _server = paddock(&format!(
+        "admin.serverAddress=127.0.0.1\nadmin.serverPort={port}\nadmin.idleTimeout=300"
+    ));
+    let mut idle = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    // The bound is for a hang; the server closes the connection long before.
+    idle.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("read timeout");
+    let mut buf = [0u8; 64];
+    let read = idle.read(&mut buf);
+    assert!(
+        matches!(read, Ok(0)),
+        "expected the server to close the idle connection, got {read:?}"
+    );
+}
