@@ -150,7 +150,11 @@ impl Daemon {
             StateMachine::new(shared.clone(), inbox),
         )?;
 
-        let mut tasks = vec![
+        let admin_addr = admin.admin_addr();
+        // Before the client listener, so that a server answering clients has said all
+        // it says at start-up.
+        let mut tasks = admin.serve(shared.clone());
+        tasks.extend([
             tokio::spawn(crate::listener::run(listener, shared.clone())),
             tokio::spawn(liveness::run(
                 shared.clone(),
@@ -159,9 +163,7 @@ impl Daemon {
             )),
             tokio::spawn(housekeeping(shared.clone())),
             tokio::spawn(autopurge(shared.clone(), storage, config.autopurge)),
-        ];
-        let admin_addr = admin.admin_addr();
-        tasks.extend(admin.serve(shared.clone()));
+        ]);
         tracing::info!(
             "paddock {} serving clients on {local_addr}",
             env!("CARGO_PKG_VERSION")

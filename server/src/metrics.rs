@@ -47,6 +47,13 @@ pub struct OpName(pub OpCode);
 impl EncodeLabelValue for OpName {
     fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
         use std::fmt::Write;
+        // ZooKeeper capitalises these acronyms.
+        match self.0 {
+            OpCode::GetAcl => return encoder.write_str("getACL"),
+            OpCode::SetAcl => return encoder.write_str("setACL"),
+            OpCode::CreateTtl => return encoder.write_str("createTTL"),
+            _ => {}
+        }
         let debug = format!("{:?}", self.0);
         let mut chars = debug.chars();
         if let Some(first) = chars.next() {
@@ -230,6 +237,41 @@ impl Metrics {
             &self.latency_min_ms,
         ] {
             counter.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::registry::Registry;
+
+    #[test]
+    fn latency_is_labelled_with_zookeepers_op_names_and_split_into_reads_and_writes() {
+        let requests = RequestMetrics::default();
+        let ms = Duration::from_millis;
+        requests.answered(OpCode::GetData, ms(2));
+        requests.answered(OpCode::GetAcl, ms(3));
+        requests.answered(OpCode::Create2, ms(40));
+        requests.answered(OpCode::Ping, ms(1));
+        let mut registry = Registry::default();
+        registry.register("by_op", "", requests.latency_by_op.clone());
+        registry.register("reads", "", requests.read_latency.clone());
+        registry.register("writes", "", requests.update_latency.clone());
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for line in [
+            "by_op_count{op=\"getData\"} 1",
+            "by_op_count{op=\"getACL\"} 1",
+            "by_op_count{op=\"create2\"} 1",
+            "by_op_count{op=\"ping\"} 1",
+            // Pings are session upkeep, not reads.
+            "reads_count 2",
+            "reads_bucket{le=\"2.0\"} 1",
+            "writes_count 1",
+            "writes_sum 40.0",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
         }
     }
 }

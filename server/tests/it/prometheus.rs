@@ -193,4 +193,12 @@ fn prometheus_scrapes_an_ensemble() {
     prometheus.wait_for("min(process_resident_memory_bytes)", |r| {
         r.len() == 1 && r[0].1 > 1e6
     });
+    // What a scrape costs, as Prometheus saw it (printed with --nocapture).
+    for query in [
+        "max(scrape_duration_seconds{job=\"paddock\"})",
+        "max(scrape_samples_scraped{job=\"paddock\"})",
+    ] {
+        let result = prometheus.wait_for(query, |r| r.len() == 1);
+        eprintln!("{query} = {}", result[0].1);
+    }
 }
