@@ -8,7 +8,7 @@
 
 use paddock_wire::{ErrorCode, OpResult, Request, Response};
 
-use crate::server::Db;
+use crate::replicated::Db;
 use crate::session::Session;
 use crate::tree::{TxnContext, WatchTrigger};
 use crate::txn::{Txn, TxnKind};

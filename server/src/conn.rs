@@ -29,13 +29,16 @@ use tokio_util::codec::Decoder;
 
 use crate::acl;
 use crate::conn_stats::ConnStats;
+use crate::conns::{ConnId, Outbound};
 use crate::fourlw;
 use crate::monotonic::AtomicInstant;
 use crate::outbox::{self, OutboxRx, OutboxTx};
 use crate::query::Outcome;
-use crate::server::{ConnId, Db, Outbound, Reattach, Shared, WriteSlot};
+use crate::replicated::Db;
+use crate::server::Server;
 use crate::session::Caller;
 use crate::wait::Completion;
+use crate::writes::{Reattach, WriteSlot};
 
 /// Requests one connection may have in flight before the server stops reading it.
 const MAX_OUTSTANDING_PER_CONN: usize = 1000;
@@ -82,29 +85,29 @@ pub enum ConnError {
     Stalled(Duration),
 }
 
-pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
-    let conn_id = shared.conns.next_id();
-    let stats = shared
+pub async fn serve(stream: TcpStream, peer: SocketAddr, server: Arc<Server>) {
+    let conn_id = server.conns.next_id();
+    let stats = server
         .metrics
         .connections
-        .open(conn_id, peer, shared.started);
+        .open(conn_id, peer, server.started);
     let (rx_half, tx_half) = stream.into_split();
     let mut conn = Conn {
         id: conn_id,
         peer,
-        shared: shared.clone(),
+        server: server.clone(),
         reader: rx_half,
         writer: tx_half,
         inbuf: BytesMut::with_capacity(4096),
         out: BytesMut::with_capacity(4096),
-        codec: FrameCodec::new(shared.settings.max_frame),
+        codec: FrameCodec::new(server.settings.max_frame),
         session_id: 0,
         heard: Arc::new(AtomicInstant::default()),
         next_write_seq: 1,
         caller: Caller::for_peer(peer),
         queue: VecDeque::new(),
         closing: None,
-        stall_limit: shared.settings.min_session_timeout,
+        stall_limit: server.settings.min_session_timeout,
         stats,
     };
     let result = conn.run().await;
@@ -113,19 +116,19 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
             tracing::debug!(%peer, session = format_args!("{:#x}", conn.session_id), "connection closed")
         }
         Err(e @ (ConnError::Overflow | ConnError::Stalled(_))) => {
-            shared.metrics.closed_over_backlog();
+            server.metrics.closed_over_backlog();
             tracing::warn!(%peer, session = format_args!("{:#x}", conn.session_id), "closing connection: {e}");
         }
         Err(e) => tracing::info!(%peer, "closing connection: {e}"),
     }
-    shared.metrics.connections.close(conn_id);
-    shared.connection_closed(conn_id, conn.session_id);
+    server.metrics.connections.close(conn_id);
+    server.connection_closed(conn_id, conn.session_id);
 }
 
 struct Conn {
     id: ConnId,
     peer: SocketAddr,
-    shared: Arc<Shared>,
+    server: Arc<Server>,
     reader: OwnedReadHalf,
     writer: OwnedWriteHalf,
     inbuf: BytesMut,
@@ -190,13 +193,13 @@ fn data_len(request: &Request) -> usize {
 
 impl Conn {
     async fn run(&mut self) -> Result<(), ConnError> {
-        let handshake_timeout = self.shared.settings.min_session_timeout;
+        let handshake_timeout = self.server.settings.min_session_timeout;
         let first = tokio::time::timeout(handshake_timeout, self.read_exact_prefix())
             .await
             .map_err(|_| ConnError::HandshakeTimeout(handshake_timeout))??;
         if let Some(command) = fourlw::parse(&first) {
             self.stats.received();
-            let text = fourlw::run(command, &self.shared);
+            let text = fourlw::run(command, &self.server);
             self.writer.write_all(text.as_bytes()).await?;
             self.writer.shutdown().await?;
             return Ok(());
@@ -207,7 +210,7 @@ impl Conn {
         self.stats.received();
         self.wait_until_ready(handshake_timeout).await?;
         let request = ConnectRequest::decode(&mut paddock_wire::Reader::new(connect))?;
-        let (outbound_tx, outbound_rx) = outbox::channel(self.shared.settings.max_client_outgoing);
+        let (outbound_tx, outbound_rx) = outbox::channel(self.server.settings.max_client_outgoing);
         self.handshake(request, outbound_tx).await?;
         self.serve_requests(outbound_rx).await
     }
@@ -216,7 +219,7 @@ impl Conn {
     /// closes the connection (the client tries another server) if that takes too long.
     async fn wait_until_ready(&self, limit: Duration) -> Result<(), ConnError> {
         let deadline = tokio::time::Instant::now() + limit;
-        while !self.shared.ready_for_clients() {
+        while !self.server.health.ready_for_clients() {
             if tokio::time::Instant::now() >= deadline {
                 return Err(ConnError::Refused(
                     "not serving yet: replaying or no leader",
@@ -229,7 +232,7 @@ impl Conn {
 
     /// Counts `n` bytes read from the client; `n`.
     fn received(&self, n: usize) -> usize {
-        self.shared.metrics.requests.bytes_received.inc_by(n as u64);
+        self.server.metrics.requests.bytes_received.inc_by(n as u64);
         n
     }
 
@@ -261,7 +264,7 @@ impl Conn {
         request: ConnectRequest,
         outbound: OutboxTx,
     ) -> Result<(), ConnError> {
-        let last_zxid = self.shared.last_zxid();
+        let last_zxid = self.server.replicated.last_zxid();
         if request.last_zxid_seen > last_zxid {
             // ZooKeeper closes without a reply, so the client tries another server.
             tracing::info!(
@@ -273,9 +276,10 @@ impl Conn {
             return Err(ConnError::Refused("client is ahead of this server"));
         }
         let response = if request.session_id == 0 {
-            let timeout = self.shared.negotiate_timeout(request.timeout);
+            let timeout = self.server.negotiate_timeout(request.timeout);
             match self
-                .shared
+                .server
+                .writes
                 .create_session(self.id, timeout, &self.caller)
                 .await
             {
@@ -296,7 +300,7 @@ impl Conn {
             }
         } else {
             match self
-                .shared
+                .server
                 .reattach_session(self.id, request.session_id, &request.passwd)
                 .await
             {
@@ -330,14 +334,14 @@ impl Conn {
         );
         self.stall_limit = Duration::from_millis(u64::try_from(response.timeout).unwrap_or(0));
         self.heard.store(Instant::now());
-        self.shared
+        self.server
             .conns
             .attach(self.id, self.session_id, outbound, self.heard.clone());
         Ok(())
     }
 
     async fn serve_requests(&mut self, mut outbound: OutboxRx) -> Result<(), ConnError> {
-        let shared = self.shared.clone();
+        let server = self.server.clone();
         loop {
             // Work a turn left when its output reached the bound: the reads queued
             // behind it, then the requests already buffered. Output is flushed before
@@ -349,7 +353,8 @@ impl Conn {
             if let Some(reason) = self.closing {
                 return Err(ConnError::Refused(reason));
             }
-            let can_read = self.queue.len() < MAX_OUTSTANDING_PER_CONN && shared.admits_more();
+            let can_read =
+                self.queue.len() < MAX_OUTSTANDING_PER_CONN && server.writes.admits_more();
             let overflowed = outbound.overflowed();
             tokio::select! {
                 biased;
@@ -389,7 +394,7 @@ impl Conn {
                     }
                     self.take_frames(&mut outbound)?;
                 },
-                _ = shared.shutdown.cancelled() => return Err(ConnError::Shutdown),
+                _ = server.shutdown.cancelled() => return Err(ConnError::Shutdown),
             }
             self.flush(Some(&outbound)).await?;
             if let Some(reason) = self.closing {
@@ -401,7 +406,7 @@ impl Conn {
     /// Whether this turn's output has reached the bound: stop producing until it is
     /// written.
     fn output_full(&self) -> bool {
-        self.out.len() >= self.shared.settings.max_client_outgoing
+        self.out.len() >= self.server.settings.max_client_outgoing
     }
 
     /// Handles the complete requests buffered from the socket, until the queue or the
@@ -417,7 +422,7 @@ impl Conn {
     }
 
     fn on_frame(&mut self, frame: Bytes, outbound: &mut OutboxRx) -> Result<(), ConnError> {
-        self.shared.metrics.packet_received();
+        self.server.metrics.packet_received();
         self.stats.received();
         self.heard.store(Instant::now());
         let mut r = paddock_wire::Reader::new(frame);
@@ -437,7 +442,7 @@ impl Conn {
         };
         let op = request.op_code();
         let arrived = Instant::now();
-        if data_len(&request) > self.shared.settings.jute_max_buffer {
+        if data_len(&request) > self.server.settings.jute_max_buffer {
             // Data over jute.maxbuffer could be stored but never read back.
             self.queue.push_back(Pending::Rejected {
                 xid: header.xid,
@@ -447,7 +452,7 @@ impl Conn {
             return Ok(());
         }
         if let Request::Sync(sync) = request {
-            let rx = self.shared.sync_barrier();
+            let rx = self.server.writes.sync_barrier();
             self.queue.push_back(Pending::Sync {
                 xid: header.xid,
                 path: sync.path,
@@ -460,7 +465,7 @@ impl Conn {
                 seq: self.next_write_seq,
             };
             self.next_write_seq += 1;
-            let rx = self.shared.propose_client_write(
+            let rx = self.server.writes.propose_client_write(
                 self.session_id,
                 header.xid,
                 slot,
@@ -500,8 +505,8 @@ impl Conn {
                     arrived,
                 }) => (xid, request, arrived),
                 Some(Pending::Rejected { xid, code }) => {
-                    let shared = self.shared.clone();
-                    let db = shared.db.read();
+                    let server = self.server.clone();
+                    let db = server.replicated.db.read();
                     // As for a read: the events of what the reply's zxid covers go
                     // first.
                     self.drain_notifications(outbound)?;
@@ -512,8 +517,8 @@ impl Conn {
                 }
                 _ => break,
             };
-            let shared = self.shared.clone();
-            let db = shared.db.read();
+            let server = self.server.clone();
+            let db = server.replicated.db.read();
             // Must drain after taking the read view and before replying: the state
             // machine queues a txn's notifications under the write lock, so every
             // event of what this view shows is in the channel by now.
@@ -538,7 +543,7 @@ impl Conn {
                 let result = self.caller.add_auth(
                     &auth.scheme,
                     &auth.auth,
-                    self.shared.settings.super_digest.as_deref(),
+                    self.server.settings.super_digest.as_deref(),
                 );
                 if result.is_err() {
                     self.closing = Some("authentication failed");
@@ -549,7 +554,7 @@ impl Conn {
             Request::Sasl(_) => Err(ErrorCode::AuthFailed),
             request => {
                 return self
-                    .shared
+                    .server
                     .read(db, self.id, self.session_id, &self.caller, request)
             }
         };
@@ -620,12 +625,12 @@ impl Conn {
         zxid: i64,
         result: Result<Response, ErrorCode>,
     ) -> Result<(), ConnError> {
-        self.shared.metrics.packet_sent();
+        self.server.metrics.packet_sent();
         self.stats.sent();
         let took = arrived.elapsed();
         let millis = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
-        self.shared.metrics.request_latency(millis);
-        self.shared.metrics.requests.answered(op, took);
+        self.server.metrics.request_latency(millis);
+        self.server.metrics.requests.answered(op, took);
         // Authentication is answered before ZooKeeper's request pipeline, which is
         // what keeps these.
         if !matches!(op, OpCode::Auth | OpCode::Sasl) {
@@ -674,7 +679,7 @@ impl Conn {
                 written = self.writer.write(&self.out) => match written? {
                     0 => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
                     n => {
-                        self.shared.metrics.requests.bytes_sent.inc_by(n as u64);
+                        self.server.metrics.requests.bytes_sent.inc_by(n as u64);
                         self.out.advance(n);
                     }
                 },

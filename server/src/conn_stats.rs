@@ -10,7 +10,7 @@ use std::time::Instant;
 use paddock_wire::OpCode;
 use parking_lot::Mutex;
 
-use crate::server::ConnId;
+use crate::conns::ConnId;
 
 /// Every open connection's statistics, the four-letter-word ones included.
 #[derive(Debug, Default)]

@@ -7,24 +7,30 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use paddock_wire::codec::FRAME_ALLOWANCE;
 use raft::prelude::ConfState;
 
 use crate::config::{Autopurge, Config, Ensemble};
+use crate::conns::ConnRegistry;
 use crate::consensus::{
     self, Consensus, ConsensusConfig, Identity, LinkTiming, PeerEvent, Proposer, RaftStateOnDisk,
     Status, Transport,
 };
+use crate::health::Health;
 use crate::image::Image;
-use crate::liveness::{self, LivenessEvent};
-use crate::server::{now_millis, Settings, Shared, StoreView};
-use crate::state_machine::install;
-use crate::state_machine::{SnapshotInbox, StateMachine};
+use crate::liveness::{self, Liveness, LivenessEvent, LivenessTask};
+use crate::metrics::Metrics;
+use crate::replicated::Replicated;
+use crate::server::{now_millis, Server, Settings};
+use crate::state_machine::{self, install, SnapshotInbox, StateMachine};
 use crate::store::snapshot::SnapshotDir;
 use crate::store::txnlog::LogConfig;
 use crate::store::{DurableStorage, Opened, StoreConfig, StoreError};
 use crate::txn::TxnKind;
+use crate::wait::WaitRegistry;
+use crate::writes::Writes;
 
 pub fn settings(config: &Config) -> Settings {
     Settings {
@@ -54,10 +60,8 @@ pub fn settings(config: &Config) -> Settings {
 
 /// A running server.
 pub struct Daemon {
-    pub shared: Arc<Shared>,
+    server: Arc<Server>,
     pub local_addr: std::net::SocketAddr,
-    /// The admin HTTP listener's address, if it runs.
-    pub admin_addr: Option<std::net::SocketAddr>,
     consensus: Consensus,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -78,16 +82,21 @@ impl Daemon {
         // Clients wait until this server has replayed as far as its log went, so that
         // a restarted server never answers from an older state than it acknowledged.
         let replay_to = raft::Storage::last_index(&opened.storage).unwrap_or(0);
-        let shared = Arc::new(Shared::new(
-            settings,
+        // Each part has one writer: the state machine writes `replicated` and completes
+        // `waits`; the liveness task writes `health`'s serving flag; connection tasks
+        // register in `conns` and propose through `writes`.
+        let replicated = Arc::new(Replicated::new());
+        let waits = Arc::new(WaitRegistry::new(settings.server_id));
+        let conns = Arc::new(ConnRegistry::default());
+        let metrics = Arc::new(Metrics::default());
+        let health = Arc::new(Health::new(status.clone(), settings.standalone, replay_to));
+        let writes = Arc::new(Writes::new(
+            settings.server_id,
             proposer.clone(),
-            status.clone(),
-            liveness,
-            StoreView {
-                replay_to,
-                log_stats: opened.storage.log_stats().clone(),
-            },
+            waits.clone(),
+            settings.global_outstanding_limit,
         ));
+        let shutdown = CancellationToken::new();
         let applied = opened.snapshot.as_ref().map_or(0, |s| s.metadata.index);
         let raft_state = opened.raft_state;
         let voter = consensus_config.voters.len() > 1
@@ -118,7 +127,7 @@ impl Daemon {
                 snapshot.path.display(),
                 image.last_zxid
             );
-            install(&shared, image);
+            install(&replicated, &liveness, image);
         }
         let storage = opened.storage;
         let inbox = SnapshotInbox::default();
@@ -128,7 +137,8 @@ impl Daemon {
                 start_transport(
                     config,
                     ensemble,
-                    &shared,
+                    &liveness,
+                    &shutdown,
                     proposer.clone(),
                     consensus_config.has_state.clone(),
                     inbox.clone(),
@@ -147,31 +157,63 @@ impl Daemon {
             storage.clone(),
             status,
             transport.clone(),
-            StateMachine::new(shared.clone(), inbox),
+            StateMachine::new(
+                state_machine::Parts {
+                    replicated: replicated.clone(),
+                    conns: conns.clone(),
+                    waits,
+                    liveness: liveness.clone(),
+                    metrics: metrics.clone(),
+                },
+                &settings,
+                inbox,
+            ),
         )?;
 
-        let admin_addr = admin.admin_addr();
+        let liveness_task = LivenessTask {
+            tick_time: settings.tick,
+            standalone: settings.standalone,
+            health: health.clone(),
+            conns: conns.clone(),
+            replicated: replicated.clone(),
+            writes: writes.clone(),
+            transport: transport.clone(),
+            shutdown: shutdown.clone(),
+        };
+        let housekeeping = Housekeeping {
+            tick_time: settings.tick,
+            health: health.clone(),
+            replicated: replicated.clone(),
+            writes: writes.clone(),
+            shutdown: shutdown.clone(),
+        };
+        let server = Arc::new(Server {
+            settings,
+            replicated,
+            writes,
+            conns,
+            health,
+            metrics,
+            log_stats: storage.log_stats().clone(),
+            shutdown: shutdown.clone(),
+            started: Instant::now(),
+        });
         // Before the client listener, so that a server answering clients has said all
         // it says at start-up.
-        let mut tasks = admin.serve(shared.clone());
+        let mut tasks = admin.serve(server.clone());
         tasks.extend([
-            tokio::spawn(crate::listener::run(listener, shared.clone())),
-            tokio::spawn(liveness::run(
-                shared.clone(),
-                liveness_events,
-                transport.clone(),
-            )),
-            tokio::spawn(housekeeping(shared.clone())),
-            tokio::spawn(autopurge(shared.clone(), storage, config.autopurge)),
+            tokio::spawn(crate::listener::run(listener, server.clone())),
+            tokio::spawn(liveness::run(liveness_task, liveness_events)),
+            tokio::spawn(housekeeping.run()),
+            tokio::spawn(autopurge(shutdown, storage, config.autopurge)),
         ]);
         tracing::info!(
             "paddock {} serving clients on {local_addr}",
             env!("CARGO_PKG_VERSION")
         );
         Ok(Daemon {
-            shared,
+            server,
             local_addr,
-            admin_addr,
             consensus,
             tasks,
         })
@@ -179,13 +221,35 @@ impl Daemon {
 
     /// Stops accepting, closes connections, and waits for the tasks and raft thread.
     pub async fn shutdown(self) {
-        self.shared.shutdown.cancel();
+        self.server.shutdown.cancel();
         for task in self.tasks {
             let _ = task.await;
         }
         tokio::task::spawn_blocking(move || self.consensus.join())
             .await
             .ok();
+    }
+}
+
+/// How far a server has replayed its own log (readable after shutdown too).
+#[derive(Clone)]
+pub struct Replay(Arc<Health>);
+
+impl Replay {
+    /// The last log index applied.
+    pub fn applied(&self) -> u64 {
+        self.0.status.applied()
+    }
+
+    /// The last log index this server had at start-up.
+    pub fn target(&self) -> u64 {
+        self.0.replay_to
+    }
+}
+
+impl Daemon {
+    pub fn replay(&self) -> Replay {
+        Replay(self.server.health.clone())
     }
 }
 
@@ -274,7 +338,7 @@ fn open_store(
 
 /// `autopurge`: every purgeInterval, keep the newest snapRetainCount snapshots and the
 /// log they need; delete the rest.
-async fn autopurge(shared: Arc<Shared>, storage: DurableStorage, autopurge: Autopurge) {
+async fn autopurge(shutdown: CancellationToken, storage: DurableStorage, autopurge: Autopurge) {
     let Some(interval) = autopurge.interval else {
         return;
     };
@@ -284,7 +348,7 @@ async fn autopurge(shared: Arc<Shared>, storage: DurableStorage, autopurge: Auto
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = shared.shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => return,
         }
         let storage = storage.clone();
         let purged = tokio::task::spawn_blocking(move || storage.purge(retain)).await;
@@ -300,7 +364,8 @@ async fn autopurge(shared: Arc<Shared>, storage: DurableStorage, autopurge: Auto
 async fn start_transport(
     config: &Config,
     ensemble: &Ensemble,
-    shared: &Arc<Shared>,
+    liveness: &Liveness,
+    shutdown: &CancellationToken,
     proposer: Proposer,
     has_state: Arc<std::sync::atomic::AtomicBool>,
     inbox: SnapshotInbox,
@@ -319,7 +384,7 @@ async fn start_transport(
     } else {
         me
     };
-    let liveness = shared.liveness.clone();
+    let liveness = liveness.clone();
     let snapshots = SnapshotDir::open(&config.data_dir)
         .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", config.data_dir.display()))?;
     let me = Identity {
@@ -358,7 +423,7 @@ async fn start_transport(
                 });
             }
         },
-        shared.shutdown.clone(),
+        shutdown.clone(),
     )
     .await
     .map_err(|e| anyhow::anyhow!("cannot listen for peers on {listen}: {e}"))?;
@@ -388,41 +453,51 @@ const LOST_PROPOSAL_TICKS: u32 = 10;
 /// empty containers and expired TTL nodes (ZooKeeper's ContainerManager checks once a
 /// minute by default; a check here is a scan of the containers index alone, so Paddock
 /// checks every tick).
-async fn housekeeping(shared: Arc<Shared>) {
-    let mut ticker = tokio::time::interval(shared.settings.tick);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // Reaps in flight, by when they were proposed: re-proposed only if still due ten
-    // ticks later (the proposal was lost to a leader change).
-    let mut reaping: HashMap<String, Instant> = HashMap::new();
-    let retry_after = shared.settings.tick * 10;
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = shared.shutdown.cancelled() => return,
-        }
-        // A proposal lost on its way is never applied: its connection closes (the
-        // client learns the outcome is unknown) rather than waiting for ever.
-        shared
-            .waits
-            .expire_older_than(shared.settings.tick * LOST_PROPOSAL_TICKS);
-        if !shared.is_leader() {
-            reaping.clear();
-            continue;
-        }
-        let due = shared
-            .db
-            .read()
-            .tree
-            .expired_containers_and_ttls(now_millis(), 0);
-        let now = Instant::now();
-        reaping.retain(|path, _| due.contains(path));
-        for path in due {
-            let stale = reaping
-                .get(&path)
-                .is_none_or(|proposed| now.duration_since(*proposed) >= retry_after);
-            if stale {
-                reaping.insert(path.clone(), now);
-                shared.propose_internal(0, TxnKind::DeleteContainer { path });
+/// What the housekeeping task works with.
+struct Housekeeping {
+    tick_time: std::time::Duration,
+    health: Arc<Health>,
+    replicated: Arc<Replicated>,
+    writes: Arc<Writes>,
+    shutdown: CancellationToken,
+}
+
+impl Housekeeping {
+    async fn run(self) {
+        let mut ticker = tokio::time::interval(self.tick_time);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Reaps in flight, by when they were proposed: re-proposed only if still due ten
+        // ticks later (the proposal was lost to a leader change).
+        let mut reaping: HashMap<String, Instant> = HashMap::new();
+        let retry_after = self.tick_time * 10;
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                _ = self.shutdown.cancelled() => return,
+            }
+            self.writes
+                .expire_lost(self.tick_time * LOST_PROPOSAL_TICKS);
+            if !self.health.is_leader() {
+                reaping.clear();
+                continue;
+            }
+            let due = self
+                .replicated
+                .db
+                .read()
+                .tree
+                .expired_containers_and_ttls(now_millis(), 0);
+            let now = Instant::now();
+            reaping.retain(|path, _| due.contains(path));
+            for path in due {
+                let stale = reaping
+                    .get(&path)
+                    .is_none_or(|proposed| now.duration_since(*proposed) >= retry_after);
+                if stale {
+                    reaping.insert(path.clone(), now);
+                    self.writes
+                        .propose_internal(0, 0, TxnKind::DeleteContainer { path });
+                }
             }
         }
     }

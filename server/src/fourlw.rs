@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::report::{self, NOT_SERVING, VERSION};
-use crate::server::Shared;
+use crate::server::Server;
 
 const COMMANDS: [&str; 16] = [
     "ruok", "srvr", "stat", "mntr", "conf", "cons", "envi", "wchs", "wchc", "wchp", "isro", "dump",
@@ -19,57 +19,57 @@ pub fn parse(prefix: &[u8; 4]) -> Option<&'static str> {
     COMMANDS.iter().copied().find(|c| c.as_bytes() == prefix)
 }
 
-pub fn run(command: &str, shared: &Shared) -> String {
-    if !shared.settings.four_letter_words.is_enabled(command) {
+pub fn run(command: &str, server: &Server) -> String {
+    if !server.settings.four_letter_words.is_enabled(command) {
         return format!("{command} is not executed because it is not in the whitelist.\n");
     }
     match command {
         "ruok" => "imok".to_string(),
-        "srvr" => srvr(shared, false),
-        "stat" => srvr(shared, true),
-        "mntr" => mntr(shared),
-        "conf" if serving(shared) => conf(shared),
-        "cons" if serving(shared) => format!("{}\n", shared.metrics.connections.dump(false)),
+        "srvr" => srvr(server, false),
+        "stat" => srvr(server, true),
+        "mntr" => mntr(server),
+        "conf" if serving(server) => conf(server),
+        "cons" if serving(server) => format!("{}\n", server.metrics.connections.dump(false)),
         "envi" => envi(),
-        "wchs" if serving(shared) => wchs(shared),
-        "wchc" if serving(shared) => wchc(shared),
-        "wchp" if serving(shared) => wchp(shared),
+        "wchs" if serving(server) => wchs(server),
+        "wchc" if serving(server) => wchc(server),
+        "wchp" if serving(server) => wchp(server),
         // ZooKeeper's answer when it has no running server (no quorum).
-        "isro" if !serving(shared) => "null".to_string(),
+        "isro" if !serving(server) => "null".to_string(),
         "isro" => "rw".to_string(),
-        "dump" => dump(shared),
+        "dump" => dump(server),
         "srst" => {
-            shared.metrics.reset();
+            server.metrics.reset();
             "Server stats reset.\n".to_string()
         }
-        "crst" if serving(shared) => {
-            shared.metrics.connections.reset_all();
+        "crst" if serving(server) => {
+            server.metrics.connections.reset_all();
             "Connection stats reset.\n".to_string()
         }
-        "dirs" if serving(shared) => dirs(shared),
-        "hash" if serving(shared) => hash(shared),
+        "dirs" if serving(server) => dirs(server),
+        "hash" if serving(server) => hash(server),
         _ => not_serving(),
     }
 }
 
 /// A server out of touch with a quorum (electing, or cut off) serves no clients.
-fn serving(shared: &Shared) -> bool {
-    shared.is_serving()
+fn serving(server: &Server) -> bool {
+    server.health.is_serving()
 }
 
 fn not_serving() -> String {
     format!("{NOT_SERVING}\n")
 }
 
-fn srvr(shared: &Shared, with_clients: bool) -> String {
-    if !serving(shared) {
+fn srvr(server: &Server, with_clients: bool) -> String {
+    if !serving(server) {
         return not_serving();
     }
-    let stats = report::server_stats(shared);
+    let stats = report::server_stats(server);
     let mut out = format!("Zookeeper version: {VERSION}\n");
     if with_clients {
         out.push_str("Clients:\n");
-        out.push_str(&shared.metrics.connections.dump(true));
+        out.push_str(&server.metrics.connections.dump(true));
         out.push('\n');
     }
     let _ = write!(
@@ -90,8 +90,8 @@ fn srvr(shared: &Shared, with_clients: bool) -> String {
     out
 }
 
-fn mntr(shared: &Shared) -> String {
-    report::monitor(shared)
+fn mntr(server: &Server) -> String {
+    report::monitor(server)
         .into_iter()
         .map(|(k, v)| format!("zk_{k}\t{v}\n"))
         .collect()
@@ -99,8 +99,8 @@ fn mntr(shared: &Shared) -> String {
 
 /// ZooKeeper's `conf`. The keys and their order are ZooKeeper's, since scripts parse
 /// them.
-fn conf(shared: &Shared) -> String {
-    let c = report::conf(shared);
+fn conf(server: &Server) -> String {
+    let c = report::conf(server);
     let mut out = String::new();
     let _ = write!(
         out,
@@ -131,15 +131,15 @@ fn conf(shared: &Shared) -> String {
 }
 
 /// ZooKeeper's `dirs`.
-fn dirs(shared: &Shared) -> String {
-    let (data, log) = report::dirs(shared);
+fn dirs(server: &Server) -> String {
+    let (data, log) = report::dirs(server);
     format!("datadir_size: {data}\nlogdir_size: {log}\n")
 }
 
 /// ZooKeeper's `hash`: the tree's digest at every 128th zxid, the digest as Java
 /// prints a long.
-fn hash(shared: &Shared) -> String {
-    shared
+fn hash(server: &Server) -> String {
+    server
         .metrics
         .digest_log()
         .into_iter()
@@ -156,15 +156,15 @@ fn envi() -> String {
 }
 
 /// `wchs`: ZooKeeper's summary of its data-watch table.
-fn wchs(shared: &Shared) -> String {
-    let (connections, paths, watches) = report::watch_summary(&report::watch_table(shared));
+fn wchs(server: &Server) -> String {
+    let (connections, paths, watches) = report::watch_summary(&report::watch_table(server));
     format!("{connections} connections watching {paths} paths\nTotal watches:{watches}\n")
 }
 
 /// `wchp`: each watched path, then a tab-indented line per session watching it.
-fn wchp(shared: &Shared) -> String {
+fn wchp(server: &Server) -> String {
     let mut out = String::new();
-    for (path, ids) in report::watch_table(shared) {
+    for (path, ids) in report::watch_table(server) {
         let _ = writeln!(out, "{path}");
         for id in ids {
             let _ = writeln!(out, "\t{id:#x}");
@@ -175,9 +175,9 @@ fn wchp(shared: &Shared) -> String {
 }
 
 /// `wchc`: each watching session, then a tab-indented line per path it watches.
-fn wchc(shared: &Shared) -> String {
+fn wchc(server: &Server) -> String {
     let mut out = String::new();
-    for (id, paths) in report::watches_by_session(report::watch_table(shared)) {
+    for (id, paths) in report::watches_by_session(report::watch_table(server)) {
         let _ = writeln!(out, "{id:#x}");
         for path in paths {
             let _ = writeln!(out, "\t{path}");
@@ -187,8 +187,8 @@ fn wchc(shared: &Shared) -> String {
     out
 }
 
-fn dump(shared: &Shared) -> String {
-    let dump = report::dump(shared);
+fn dump(server: &Server) -> String {
+    let dump = report::dump(server);
     let mut out = format!(
         "SessionTracker dump:\nSession Sets ({}):\n",
         dump.sessions.len()

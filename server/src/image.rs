@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use paddock_wire::jute::{write_i32, write_i64, Reader, Record};
 use paddock_wire::{Acl, Data, DecodeError};
 
-use crate::server::Db;
+use crate::replicated::Db;
 use crate::session::{Session, SessionTable};
 use crate::tree::{DataTree, Node, RestoreError, StatPersisted};
 

@@ -11,9 +11,12 @@
 //!   `outbox` bounds what it holds for a client that does not read.
 //! - `fourlw`: the four-letter words on the client port; `conn_stats` is what `cons`
 //!   lists of each connection.
-//! - `server`: the shared state, and where a request forks into a read (`query`) or a
-//!   proposed write (`txn`, each connection's writes numbered; matched back through
-//!   `wait`, with ids from `ids` that never repeat).
+//! - `server`: the connection tasks' view of the parts below; a request forks there
+//!   into a read (`query`) or a proposed write (`writes` → `txn`, each connection's
+//!   writes numbered; matched back through `wait`, with ids from `ids` that never
+//!   repeat). `conns`: the open connections and which holds each session here.
+//! - `replicated`: the tree and sessions as applied here (one writer: the state
+//!   machine), and the connections' watches; `health`: whether this server may serve.
 //! - `consensus`: the raft loop that orders writes (`replica`: raft-rs's node with the
 //!   vote guard, quorum contact and wiped-follower repair), the peer transport.
 //! - `state_machine`: applies committed txns through the pure `apply`, fires watches
@@ -36,10 +39,12 @@ pub(crate) mod apply;
 pub mod config;
 pub(crate) mod conn;
 pub(crate) mod conn_stats;
+pub(crate) mod conns;
 pub(crate) mod consensus;
 pub mod daemon;
 mod fatal;
 pub(crate) mod fourlw;
+pub(crate) mod health;
 pub(crate) mod ids;
 pub(crate) mod image;
 pub(crate) mod listener;
@@ -49,6 +54,7 @@ pub(crate) mod monotonic;
 pub(crate) mod outbox;
 pub(crate) mod process_stats;
 pub(crate) mod query;
+pub(crate) mod replicated;
 pub(crate) mod report;
 pub(crate) mod server;
 pub(crate) mod session;
@@ -60,3 +66,4 @@ pub(crate) mod tree;
 pub(crate) mod txn;
 pub(crate) mod wait;
 pub(crate) mod watch;
+pub(crate) mod writes;

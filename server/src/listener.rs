@@ -8,14 +8,14 @@ use parking_lot::Mutex;
 use tokio::net::TcpListener;
 
 use crate::conn;
-use crate::server::Shared;
+use crate::server::Server;
 
-pub async fn run(listener: TcpListener, shared: Arc<Shared>) {
+pub async fn run(listener: TcpListener, server: Arc<Server>) {
     let per_ip: Arc<Mutex<HashMap<IpAddr, usize>>> = Arc::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            _ = shared.shutdown.cancelled() => return,
+            _ = server.shutdown.cancelled() => return,
         };
         let (stream, peer) = match accepted {
             Ok(pair) => pair,
@@ -26,7 +26,7 @@ pub async fn run(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
-        let limit = shared.settings.max_client_cnxns;
+        let limit = server.settings.max_client_cnxns;
         {
             let mut counts = per_ip.lock();
             let count = counts.entry(peer.ip()).or_default();
@@ -37,10 +37,10 @@ pub async fn run(listener: TcpListener, shared: Arc<Shared>) {
             *count += 1;
         }
         let _ = stream.set_nodelay(true);
-        let shared = shared.clone();
+        let server = server.clone();
         let per_ip = per_ip.clone();
         tokio::spawn(async move {
-            conn::serve(stream, peer, shared).await;
+            conn::serve(stream, peer, server).await;
             let mut counts = per_ip.lock();
             if let Some(count) = counts.get_mut(&peer.ip()) {
                 *count -= 1;

@@ -40,17 +40,22 @@
 
 mod core;
 #[cfg(test)]
+mod task_tests;
+#[cfg(test)]
 mod tests;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
+use crate::conns::ConnRegistry;
 use crate::consensus::{LivenessReport, Transport};
-use crate::server::Shared;
+use crate::health::Health;
+use crate::replicated::Replicated;
 use crate::txn::TxnKind;
+use crate::writes::Writes;
 
 pub use self::core::{Action, LivenessCore, View};
 
@@ -99,68 +104,90 @@ pub fn serving_window(tick_time: Duration) -> Duration {
     tick_time * 4 / 5
 }
 
+/// What the liveness task works with: it writes `health`'s serving flag and proposes
+/// expiries; the rest it reads.
+pub struct LivenessTask {
+    pub tick_time: Duration,
+    pub standalone: bool,
+    pub health: Arc<Health>,
+    pub conns: Arc<ConnRegistry>,
+    pub replicated: Arc<Replicated>,
+    pub writes: Arc<Writes>,
+    /// `None` standalone.
+    pub transport: Option<Transport>,
+    pub shutdown: CancellationToken,
+}
+
 /// Runs until shutdown.
-pub async fn run(shared: Arc<Shared>, mut events: LivenessEvents, transport: Option<Transport>) {
-    let period = (shared.settings.tick / 10).max(Duration::from_millis(1));
+pub async fn run(task: LivenessTask, mut events: LivenessEvents) {
+    let period = (task.tick_time / 10).max(Duration::from_millis(1));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut core = LivenessCore::new(serving_window(shared.settings.tick), Instant::now());
+    let mut core = LivenessCore::new(serving_window(task.tick_time), now());
     loop {
         let actions = tokio::select! {
-            _ = ticker.tick() => {
-                let now = Instant::now();
-                core.tick(view(&shared), shared.conns.heard(), now)
-            }
+            _ = ticker.tick() => core.tick(task.view(), task.conns.heard(), now()),
             event = events.rx.recv() => match event {
-                Some(event) => core.on_event(event, view(&shared), Instant::now()),
+                Some(event) => core.on_event(event, task.view(), now()),
                 None => return,
             },
-            _ = shared.shutdown.cancelled() => return,
+            _ = task.shutdown.cancelled() => return,
         };
         for action in actions {
-            carry_out(&shared, transport.as_ref(), action);
+            task.carry_out(action);
         }
     }
 }
 
-/// What the core needs to know of the raft role.
-fn view(shared: &Shared) -> View {
-    View {
-        standalone: shared.settings.standalone,
-        leader: shared.is_leader(),
-        leader_id: shared.status.leader(),
-        applied: shared.status.applied(),
-        leader_contact: shared.status.leader_contact(),
-    }
+/// The task's clock is tokio's (the same as the system's, except in tests that pause
+/// it), so a test can step the task through its windows without waiting.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
 }
 
-fn carry_out(shared: &Shared, transport: Option<&Transport>, action: Action) {
-    match action {
-        Action::Expire(session) => {
-            tracing::info!("expiring session {session:#x}");
-            shared.propose_internal(session, TxnKind::ExpireSession);
+impl LivenessTask {
+    /// What the core needs to know of the raft role.
+    fn view(&self) -> View {
+        let status = &self.health.status;
+        View {
+            standalone: self.standalone,
+            leader: status.is_leader(),
+            leader_id: status.leader(),
+            applied: status.applied(),
+            leader_contact: status.leader_contact(),
         }
-        Action::Report { leader, report } => {
-            if let Some(transport) = transport {
-                transport.report(leader, report);
+    }
+
+    fn carry_out(&self, action: Action) {
+        match action {
+            Action::Expire(session) => {
+                tracing::info!("expiring session {session:#x}");
+                let conn = self.replicated.session_conn(session);
+                self.writes
+                    .propose_internal(session, conn, TxnKind::ExpireSession);
             }
-        }
-        Action::Ack { follower, seq } => {
-            if let Some(transport) = transport {
-                transport.ack(follower, seq, shared.status.applied());
+            Action::Report { leader, report } => {
+                if let Some(transport) = &self.transport {
+                    transport.report(leader, report);
+                }
             }
-        }
-        Action::StopServing { window } => {
-            shared.serving.store(false, Ordering::Release);
-            let closed = shared.conns.close_all();
-            tracing::warn!(
-                "lost touch with the quorum (no answer within {window:?}): not serving; closed \
-                 {closed} client connections"
-            );
-        }
-        Action::StartServing => {
-            shared.serving.store(true, Ordering::Release);
-            tracing::info!("in touch with a quorum: serving clients");
+            Action::Ack { follower, seq } => {
+                if let Some(transport) = &self.transport {
+                    transport.ack(follower, seq, self.health.status.applied());
+                }
+            }
+            Action::StopServing { window } => {
+                self.health.set_serving(false);
+                let closed = self.conns.close_all();
+                tracing::warn!(
+                    "lost touch with the quorum (no answer within {window:?}): not serving; \
+                     closed {closed} client connections"
+                );
+            }
+            Action::StartServing => {
+                self.health.set_serving(true);
+                tracing::info!("in touch with a quorum: serving clients");
+            }
         }
     }
 }

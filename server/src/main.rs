@@ -99,8 +99,8 @@ fn main() -> ExitCode {
         };
         started.store(true, Ordering::Release);
         let _ = on_signal.await;
-        let applied = daemon.shared.status.applied();
-        let replay_to = daemon.shared.replay_to;
+        let replay = daemon.replay();
+        let (applied, replay_to) = (replay.applied(), replay.target());
         if applied < replay_to {
             tracing::info!(
                 "shutting down while replaying the log (applied {applied} of {replay_to})"
@@ -108,9 +108,8 @@ fn main() -> ExitCode {
         } else {
             tracing::info!("shutting down");
         }
-        let shared = daemon.shared.clone();
         daemon.shutdown().await;
-        let applied = shared.status.applied();
+        let applied = replay.applied();
         if applied < replay_to {
             // The rest is replayed at the next start; nothing is lost.
             tracing::info!("stopped before the replay finished (applied {applied} of {replay_to})");

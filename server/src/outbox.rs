@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::Outbound;
+use crate::conns::Outbound;
 
 /// The budget a connection's sender and receiver share.
 #[derive(Debug)]

@@ -13,7 +13,9 @@ use paddock_wire::{
     WatcherType,
 };
 
-use crate::server::{ConnId, Db, Settings, Shared};
+use crate::conns::ConnId;
+use crate::replicated::Db;
+use crate::server::{Server, Settings};
 use crate::session::Caller;
 use crate::watch::{NodeZxids, WatchKind, WatchRegistry};
 
@@ -26,7 +28,7 @@ pub struct Outcome {
 }
 
 pub fn run(
-    shared: &Shared,
+    server: &Server,
     db: &Db,
     conn: ConnId,
     session_id: i64,
@@ -35,10 +37,10 @@ pub fn run(
 ) -> Outcome {
     let mut events = Vec::new();
     let result = {
-        let mut watches = shared.watches.lock();
+        let mut watches = server.replicated.watches.lock();
         let mut ctx = Ctx {
             db,
-            settings: &shared.settings,
+            settings: &server.settings,
             watches: &mut watches,
             conn,
             caller,
@@ -82,7 +84,8 @@ fn may_hear(db: &Db, caller: &Caller, event: &WatcherEvent) -> bool {
     })
 }
 
-fn zxids(db: &Db, path: &str) -> Option<NodeZxids> {
+/// What `setWatches` compares a re-armed watch with.
+pub(crate) fn zxids(db: &Db, path: &str) -> Option<NodeZxids> {
     db.tree.node(path).map(|node| NodeZxids {
         mzxid: node.stat().mzxid,
         pzxid: node.stat().pzxid,

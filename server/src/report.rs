@@ -7,9 +7,10 @@ use std::fmt;
 use std::path::Path;
 
 use crate::config::PeerType;
+use crate::conns::ConnId;
 use crate::consensus::Role;
 use crate::process_stats;
-use crate::server::{ConnId, Shared};
+use crate::server::Server;
 
 /// The version clients see (kazoo and Curator parse the leading digits of `envi`'s
 /// `zookeeper.version=`): the ZooKeeper protocol level Paddock speaks, then its own.
@@ -25,11 +26,11 @@ pub const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving 
 
 /// ZooKeeper's name for this server's state: `standalone`, `leader`, `follower`,
 /// `observer`, or `looking` while it knows no leader.
-pub fn mode(shared: &Shared) -> &'static str {
-    if shared.settings.standalone {
+pub fn mode(server: &Server) -> &'static str {
+    if server.settings.standalone {
         return "standalone";
     }
-    match shared.status.role() {
+    match server.health.status.role() {
         Role::Leader => "leader",
         Role::Observer => "observer",
         // ZooKeeper has no word for a candidate; it is looking for a leader.
@@ -54,24 +55,24 @@ pub struct ServerStats {
     pub uptime_ms: u64,
 }
 
-pub fn server_stats(shared: &Shared) -> ServerStats {
-    let (latency_min, latency_avg, latency_max) = shared.metrics.latency();
+pub fn server_stats(server: &Server) -> ServerStats {
+    let (latency_min, latency_avg, latency_max) = server.metrics.latency();
     let (last_zxid, node_count) = {
-        let db = shared.db.read();
+        let db = server.replicated.db.read();
         (db.last_zxid, db.tree.node_count())
     };
     ServerStats {
         latency_min,
         latency_avg,
         latency_max,
-        received: shared.metrics.received(),
-        sent: shared.metrics.sent(),
-        connections: shared.conns.count(),
-        outstanding: shared.waits.len(),
+        received: server.metrics.received(),
+        sent: server.metrics.sent(),
+        connections: server.conns.count(),
+        outstanding: server.writes.outstanding(),
         last_zxid,
-        mode: mode(shared),
+        mode: mode(server),
         node_count,
-        uptime_ms: u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        uptime_ms: u64::try_from(server.started.elapsed().as_millis()).unwrap_or(u64::MAX),
     }
 }
 
@@ -101,10 +102,10 @@ fn count(n: impl TryInto<u64>) -> Value {
 
 /// `mntr`'s keys (without text's `zk_` prefix, as ZooKeeper's JSON and Prometheus
 /// name them) and values, in text's order.
-pub fn monitor(shared: &Shared) -> Vec<(&'static str, Value)> {
-    let stats = server_stats(shared);
+pub fn monitor(server: &Server) -> Vec<(&'static str, Value)> {
+    let stats = server_stats(server);
     let (ephemerals, data_size, digest, sessions) = {
-        let db = shared.db.read();
+        let db = server.replicated.db.read();
         (
             db.tree.ephemeral_count(),
             db.tree.approximate_data_size(),
@@ -112,7 +113,7 @@ pub fn monitor(shared: &Shared) -> Vec<(&'static str, Value)> {
             db.sessions.len(),
         )
     };
-    let watches = shared.watches.lock().summary();
+    let watches = server.replicated.watches.lock().summary();
     let mut rows: Vec<(&str, Value)> = vec![
         ("version", Value::Text(VERSION.to_string())),
         ("server_state", Value::Text(stats.mode.to_string())),
@@ -127,7 +128,7 @@ pub fn monitor(shared: &Shared) -> Vec<(&'static str, Value)> {
         ("watch_count", count(watches.watches)),
         (
             "connections_closed_backlog",
-            count(shared.metrics.closed_over_backlog_count()),
+            count(server.metrics.closed_over_backlog_count()),
         ),
         ("ephemerals_count", count(ephemerals)),
         ("approximate_data_size", count(data_size)),
@@ -135,9 +136,9 @@ pub fn monitor(shared: &Shared) -> Vec<(&'static str, Value)> {
         ("last_zxid", Value::Text(format!("{:#x}", stats.last_zxid))),
         // The tree's digest at last_zxid: equal on replicas at the same zxid.
         ("tree_digest", Value::Text(format!("{digest:016x}"))),
-        ("raft_term", count(shared.status.term())),
-        ("raft_commit_index", count(shared.status.commit())),
-        ("raft_applied_index", count(shared.status.applied())),
+        ("raft_term", count(server.health.status.term())),
+        ("raft_commit_index", count(server.health.status.commit())),
+        ("raft_applied_index", count(server.health.status.applied())),
         ("uptime", count(stats.uptime_ms)),
     ];
     if let Some(open) = process_stats::open_fds() {
@@ -147,7 +148,7 @@ pub fn monitor(shared: &Shared) -> Vec<(&'static str, Value)> {
         rows.push(("max_file_descriptor_count", count(max)));
     }
     {
-        let log = shared.log_stats.snapshot();
+        let log = server.log_stats.snapshot();
         let ms = |d: std::time::Duration| Value::Decimal(d.as_secs_f64() * 1000.0, 3);
         rows.push(("fsync_count", count(log.fsyncs)));
         rows.push(("fsync_avg_ms", ms(log.avg_fsync())));
@@ -160,13 +161,13 @@ pub fn monitor(shared: &Shared) -> Vec<(&'static str, Value)> {
         rows.push(("log_batch_max_entries", count(log.max_batch_entries)));
         rows.push(("log_bytes_written", count(log.bytes_written)));
         rows.push(("log_size_bytes", count(log.size_on_disk)));
-        rows.push(("snapshot_size_bytes", count(shared.snapshot_bytes())));
+        rows.push(("snapshot_size_bytes", count(server.snapshot_bytes())));
     }
-    if let Some(ensemble) = &shared.settings.ensemble {
+    if let Some(ensemble) = &server.settings.ensemble {
         rows.push(("quorum_size", count(ensemble.participants().count())));
     }
-    if shared.status.is_leader() && !shared.settings.standalone {
-        let (followers, synced) = shared.status.followers();
+    if server.health.status.is_leader() && !server.settings.standalone {
+        let (followers, synced) = server.health.status.followers();
         rows.push(("followers", count(followers)));
         rows.push(("synced_followers", count(synced)));
     }
@@ -202,9 +203,9 @@ pub struct QuorumConf {
     pub membership: String,
 }
 
-pub fn conf(shared: &Shared) -> Conf {
-    let s = &shared.settings;
-    let (data_dir_size, data_log_size) = dirs(shared);
+pub fn conf(server: &Server) -> Conf {
+    let s = &server.settings;
+    let (data_dir_size, data_log_size) = dirs(server);
     Conf {
         client_port: s.client_addr.port(),
         data_dir: s.data_dir.display().to_string(),
@@ -249,18 +250,19 @@ fn dir_size(dir: &Path) -> u64 {
 }
 
 /// ZooKeeper's `dirs`: the bytes in dataDir and in dataLogDir.
-pub fn dirs(shared: &Shared) -> (u64, u64) {
+pub fn dirs(server: &Server) -> (u64, u64) {
     (
-        dir_size(&shared.settings.data_dir),
-        dir_size(&shared.settings.data_log_dir),
+        dir_size(&server.settings.data_dir),
+        dir_size(&server.settings.data_log_dir),
     )
 }
 
 /// ZooKeeper's data-watch table (data, exist and persistent watches; not child
 /// watches): each watched path with the sessions watching it.
-pub fn watch_table(shared: &Shared) -> Vec<(String, Vec<i64>)> {
-    let sessions: HashMap<ConnId, i64> = shared.conns.sessions().into_iter().collect();
-    shared
+pub fn watch_table(server: &Server) -> Vec<(String, Vec<i64>)> {
+    let sessions: HashMap<ConnId, i64> = server.conns.sessions().into_iter().collect();
+    server
+        .replicated
         .watches
         .lock()
         .data_table()
@@ -304,8 +306,8 @@ pub struct Dump {
     pub ephemerals: Vec<(i64, Vec<String>)>,
 }
 
-pub fn dump(shared: &Shared) -> Dump {
-    let db = shared.db.read();
+pub fn dump(server: &Server) -> Dump {
+    let db = server.replicated.db.read();
     let mut sessions: Vec<(i64, i32)> = db.sessions.iter().map(|s| (s.id, s.timeout)).collect();
     sessions.sort_unstable();
     let ephemerals = sessions

@@ -6,30 +6,54 @@
 //! that order, under the tree's write lock, so no read can see a change before its
 //! notification is queued.
 
+use std::path::PathBuf;
 use std::sync::Arc;
-
 use std::time::Duration;
 
-use paddock_wire::KeeperState;
-use paddock_wire::{EventType, Response, WatcherEvent};
+use paddock_wire::{KeeperState, Response, WatcherEvent};
 use raft::prelude::{Entry, Snapshot};
 
 use crate::apply::{apply, Effect, Rules};
+use crate::conns::{ConnId, ConnRegistry, Outbound};
 use crate::consensus::{Applier, SnapshotWriter};
 use crate::fatal::fatal;
 use crate::image::Image;
-use crate::liveness::LivenessEvent;
-use crate::server::{ConnId, Outbound, Shared};
+use crate::liveness::{Liveness, LivenessEvent};
+use crate::metrics::Metrics;
+use crate::replicated::Replicated;
+use crate::server::Settings;
 use crate::store::snapshot::{LoadedSnapshot, SnapshotDir};
 use crate::tree::WatchTrigger;
 use crate::txn::{Origin, Txn};
-use crate::wait::Completion;
+use crate::wait::{Completion, WaitRegistry};
 use crate::watch::{Change, WatchRegistry};
 
+/// The applier the raft thread calls. It holds no way to propose: applying never
+/// leads to a new proposal.
 pub struct StateMachine {
-    shared: Arc<Shared>,
+    /// Written here only.
+    replicated: Arc<Replicated>,
+    /// Effects: watch events and connections to close.
+    conns: Arc<ConnRegistry>,
+    /// Effects: the proposers' waiters, completed once their txn is applied.
+    waits: Arc<WaitRegistry>,
+    /// Effects: session clocks started, restarted and stopped.
+    liveness: Liveness,
+    metrics: Arc<Metrics>,
+    server_id: u64,
+    /// Where a snapshot from the leader is read from if it was not decoded in advance.
+    data_dir: PathBuf,
     rules: Rules,
     inbox: SnapshotInbox,
+}
+
+/// The parts of the server the state machine writes to or reads.
+pub struct Parts {
+    pub replicated: Arc<Replicated>,
+    pub conns: Arc<ConnRegistry>,
+    pub waits: Arc<WaitRegistry>,
+    pub liveness: Liveness,
+    pub metrics: Arc<Metrics>,
 }
 
 /// A snapshot streamed from the leader, decoded off the raft thread before raft sees
@@ -73,37 +97,46 @@ impl SnapshotInbox {
 }
 
 impl StateMachine {
-    pub fn new(shared: Arc<Shared>, inbox: SnapshotInbox) -> Self {
-        let rules = Rules {
-            extended_types: shared.settings.extended_types,
-            enforce_quota: shared.settings.enforce_quota,
-        };
+    pub fn new(parts: Parts, settings: &Settings, inbox: SnapshotInbox) -> Self {
         StateMachine {
-            shared,
-            rules,
+            replicated: parts.replicated,
+            conns: parts.conns,
+            waits: parts.waits,
+            liveness: parts.liveness,
+            metrics: parts.metrics,
+            server_id: settings.server_id,
+            data_dir: settings.data_dir.clone(),
+            rules: Rules {
+                extended_types: settings.extended_types,
+                enforce_quota: settings.enforce_quota,
+            },
             inbox,
         }
     }
 }
 
-/// Does what applying a txn asked of this server.
-fn carry_out(shared: &Shared, effect: Effect) {
-    match effect {
-        Effect::SessionOpened { session, timeout } => shared.liveness.send(LivenessEvent::Opened {
-            session,
-            timeout: millis(timeout),
-        }),
-        Effect::SessionMoved { session, conn, .. } => {
-            shared.liveness.send(LivenessEvent::Reattached { session });
-            // The client is on connection `conn` now (here or on another server): any
-            // other connection holding the session here goes.
-            shared.conns.close_session_unless(session, conn);
-        }
-        Effect::SessionEnded { session, expired } => {
-            shared.liveness.send(LivenessEvent::Ended { session });
-            if expired {
-                // Closing it lets the client see the expiry when it reconnects.
-                shared.conns.close_session(session);
+impl StateMachine {
+    /// Does what applying a txn asked of this server.
+    fn carry_out(&self, effect: Effect) {
+        match effect {
+            Effect::SessionOpened { session, timeout } => {
+                self.liveness.send(LivenessEvent::Opened {
+                    session,
+                    timeout: millis(timeout),
+                })
+            }
+            Effect::SessionMoved { session, conn, .. } => {
+                self.liveness.send(LivenessEvent::Reattached { session });
+                // The client is on connection `conn` now (here or on another server):
+                // any other connection holding the session here goes.
+                self.conns.close_session_unless(session, conn);
+            }
+            Effect::SessionEnded { session, expired } => {
+                self.liveness.send(LivenessEvent::Ended { session });
+                if expired {
+                    // Closing it lets the client see the expiry when it reconnects.
+                    self.conns.close_session(session);
+                }
             }
         }
     }
@@ -115,9 +148,8 @@ fn millis(ms: i32) -> Duration {
 
 impl Applier for StateMachine {
     fn apply(&mut self, entries: &[Entry]) {
-        let shared = &*self.shared;
-        let mut db = shared.db.write();
-        let mut watches = shared.watches.lock();
+        let mut db = self.replicated.db.write();
+        let mut watches = self.replicated.watches.lock();
         for entry in entries {
             let zxid = entry.index as i64;
             let txn = match Txn::decode(entry.data.clone()) {
@@ -129,12 +161,12 @@ impl Applier for StateMachine {
                 }
             };
             let outcome = apply(self.rules, &mut db, &txn, zxid);
-            shared.metrics.applied_digest(zxid, db.tree.digest());
-            fan_out(shared, &mut watches, zxid, outcome.triggers);
+            self.metrics.applied_digest(zxid, db.tree.digest());
+            fan_out(&self.conns, &mut watches, zxid, outcome.triggers);
             for effect in outcome.effects {
-                carry_out(shared, effect);
+                self.carry_out(effect);
             }
-            shared.waits.complete(
+            self.waits.complete(
                 txn.origin,
                 Completion {
                     zxid,
@@ -152,7 +184,7 @@ impl Applier for StateMachine {
             Ok(image)
         } else {
             // Not prepared (it could not be decoded then): read the file here.
-            let data_dir = &self.shared.settings.data_dir;
+            let data_dir = &self.data_dir;
             match SnapshotDir::open(data_dir).and_then(|dir| dir.load_index(index)) {
                 Ok(Some(loaded)) => Image::read_from(loaded.payload),
                 Ok(None) => {
@@ -168,12 +200,12 @@ impl Applier for StateMachine {
         };
         match image {
             Ok(image) => {
-                install(&self.shared, image);
+                install(&self.replicated, &self.liveness, image);
                 // As a ZooKeeper follower that resyncs: its clients reconnect, so that
                 // setWatches delivers the events of what changed inside the snapshot,
                 // and sessions that expired meanwhile learn it. Their pending writes'
                 // outcomes are unknown to them, as after any connection loss.
-                let closed = self.shared.conns.close_all();
+                let closed = self.conns.close_all();
                 tracing::info!(
                     "installed the leader's snapshot at {index}: closed {closed} client \
                      connections so that they re-sync"
@@ -188,13 +220,13 @@ impl Applier for StateMachine {
     }
 
     fn image(&mut self) -> SnapshotWriter {
-        let image = Image::of(&self.shared.db.read());
+        let image = Image::of(&self.replicated.db.read());
         Box::new(move |out: &mut dyn std::io::Write| image.write_to(out))
     }
 
     fn dropped(&mut self, head: &[u8]) {
         if let Some(origin) = Origin::from_txn_head(head) {
-            self.shared.waits.complete(
+            self.waits.complete(
                 origin,
                 Completion {
                     zxid: 0,
@@ -205,13 +237,12 @@ impl Applier for StateMachine {
     }
 
     fn read_ready(&mut self, request: u64) {
-        let shared = &*self.shared;
-        let zxid = shared.last_zxid();
+        let zxid = self.replicated.last_zxid();
         let origin = crate::txn::Origin {
-            server: shared.settings.server_id,
+            server: self.server_id,
             request,
         };
-        shared.waits.complete(
+        self.waits.complete(
             origin,
             Completion {
                 zxid,
@@ -223,14 +254,14 @@ impl Applier for StateMachine {
 
 /// Replaces the replicated state with `image` (at start-up, or from the leader). Every
 /// session gets a fresh timeout: nobody knows when its client was last heard from.
-pub fn install(shared: &Shared, image: Image) {
-    let mut db = shared.db.write();
+pub fn install(replicated: &Replicated, liveness: &Liveness, image: Image) {
+    let mut db = replicated.db.write();
     let sessions = image
         .sessions
         .iter()
         .map(|session| (session.id, millis(session.timeout)))
         .collect();
-    shared.liveness.send(LivenessEvent::Installed { sessions });
+    liveness.send(LivenessEvent::Installed { sessions });
     db.tree = image.tree;
     db.sessions = image.sessions;
     db.last_zxid = image.last_zxid;
@@ -240,20 +271,20 @@ pub fn install(shared: &Shared, image: Image) {
 /// that decides whether each may hear of it (checked by the connection against its
 /// own identities, which only it knows).
 fn fan_out(
-    shared: &Shared,
+    conns: &ConnRegistry,
     watches: &mut WatchRegistry<ConnId>,
     zxid: i64,
     triggers: Vec<WatchTrigger>,
 ) {
     for trigger in triggers {
-        let Some(change) = change_of(trigger.event) else {
+        let Some(change) = Change::of(trigger.event) else {
             continue;
         };
         let Some(fired) = watches.trigger(&trigger.path, change) else {
             continue;
         };
         for conn in fired.watchers {
-            shared.conns.send(
+            conns.send(
                 conn,
                 Outbound::Notification {
                     zxid,
@@ -267,14 +298,4 @@ fn fan_out(
             );
         }
     }
-}
-
-fn change_of(event: EventType) -> Option<Change> {
-    Some(match event {
-        EventType::NodeCreated => Change::NodeCreated,
-        EventType::NodeDeleted => Change::NodeDeleted,
-        EventType::NodeDataChanged => Change::NodeDataChanged,
-        EventType::NodeChildrenChanged => Change::NodeChildrenChanged,
-        _ => return None,
-    })
 }

@@ -86,8 +86,4 @@ impl WaitRegistry {
     pub fn len(&self) -> usize {
         self.waiting.lock().len()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }

@@ -46,6 +46,7 @@ pub enum WatchKind {
 }
 
 impl WatchKind {
+    #[cfg(test)]
     const ALL: [WatchKind; 4] = [
         WatchKind::Data,
         WatchKind::Child,
@@ -64,6 +65,7 @@ impl WatchKind {
 
     /// The event a ZooKeeper client delivers to its own watcher of this kind once a
     /// `removeWatches` succeeds.
+    #[cfg(test)]
     pub fn removed_event_type(self) -> EventType {
         match self {
             WatchKind::Data => EventType::DataWatchRemoved,
@@ -118,6 +120,7 @@ impl Kinds {
         self.0 == 0
     }
 
+    #[cfg(test)]
     fn iter(self) -> impl Iterator<Item = WatchKind> {
         WatchKind::ALL
             .into_iter()
@@ -142,6 +145,17 @@ pub enum Change {
 }
 
 impl Change {
+    /// The change a tree event is, if it can fire watches.
+    pub fn of(event: EventType) -> Option<Change> {
+        Some(match event {
+            EventType::NodeCreated => Change::NodeCreated,
+            EventType::NodeDeleted => Change::NodeDeleted,
+            EventType::NodeDataChanged => Change::NodeDataChanged,
+            EventType::NodeChildrenChanged => Change::NodeChildrenChanged,
+            _ => return None,
+        })
+    }
+
     pub fn event_type(self) -> EventType {
         match self {
             Change::NodeCreated => EventType::NodeCreated,
@@ -234,12 +248,9 @@ impl<'a> From<&'a SetWatches2> for Rearm<'a> {
 pub struct Removed(Kinds);
 
 impl Removed {
+    #[cfg(test)]
     pub fn kinds(self) -> impl Iterator<Item = WatchKind> {
         self.0.iter()
-    }
-
-    pub fn contains(self, kind: WatchKind) -> bool {
-        self.0.has(kind)
     }
 
     /// The events a ZooKeeper client delivers *locally* to the watchers it removed, once
@@ -247,6 +258,7 @@ impl Removed {
     /// `PersistentWatchRemoved`. The server itself sends none of them (the Java client
     /// fails on such an event from the wire, `ZKWatchManager.materialize`); this is for
     /// tests and logs.
+    #[cfg(test)]
     pub fn client_event_types(self) -> Vec<EventType> {
         let mut types: Vec<EventType> = self.kinds().map(WatchKind::removed_event_type).collect();
         types.dedup();
@@ -405,22 +417,26 @@ impl<C: Copy + Eq + Hash + Ord> WatchRegistry<C> {
 
     /// A node was created: `NodeCreated` on it, then `NodeChildrenChanged` on its parent,
     /// in ZooKeeper's order.
+    #[cfg(test)]
     pub fn node_created(&mut self, path: &str) -> Vec<Fired<C>> {
         self.with_parent(path, Change::NodeCreated)
     }
 
     /// A node was deleted: `NodeDeleted` on it, then `NodeChildrenChanged` on its parent.
+    #[cfg(test)]
     pub fn node_deleted(&mut self, path: &str) -> Vec<Fired<C>> {
         self.with_parent(path, Change::NodeDeleted)
     }
 
     /// A node's data was set: `NodeDataChanged` on it.
+    #[cfg(test)]
     pub fn node_data_changed(&mut self, path: &str) -> Vec<Fired<C>> {
         self.trigger(path, Change::NodeDataChanged)
             .into_iter()
             .collect()
     }
 
+    #[cfg(test)]
     fn with_parent(&mut self, path: &str, change: Change) -> Vec<Fired<C>> {
         let own = self.trigger(path, change);
         let parents = parent(path).and_then(|dir| self.trigger(dir, Change::NodeChildrenChanged));
@@ -567,6 +583,7 @@ impl<C: Copy + Eq + Hash + Ord> WatchRegistry<C> {
     }
 
     /// The `wchp` listing: each watched path (sorted) with its connections (sorted).
+    #[cfg(test)]
     pub fn by_path(&self) -> Vec<(String, Vec<C>)> {
         let mut listing: Vec<(String, Vec<C>)> = self
             .by_path
@@ -582,6 +599,7 @@ impl<C: Copy + Eq + Hash + Ord> WatchRegistry<C> {
     }
 
     /// The `wchc` listing: each watching connection (sorted) with its paths (sorted).
+    #[cfg(test)]
     pub fn by_connection(&self) -> Vec<(C, Vec<String>)> {
         let mut listing: Vec<(C, Vec<String>)> = self
             .by_conn
@@ -620,6 +638,7 @@ impl<C: Copy + Eq + Hash + Ord> WatchRegistry<C> {
     }
 
     /// The kinds of watch a connection holds on exactly this path, in [`WatchKind`] order.
+    #[cfg(test)]
     pub fn kinds(&self, conn: C, path: &str) -> Vec<WatchKind> {
         self.by_path
             .get(path)

@@ -9,14 +9,14 @@ use serde_json::{json, Map, Value};
 
 use crate::conn_stats::ConnInfo;
 use crate::report::{self, NOT_SERVING};
-use crate::server::Shared;
+use crate::server::Server;
 
 /// One command: its names (the primary one first), whether it needs a running
 /// server, and what it adds to the answer.
 struct Command {
     names: &'static [&'static str],
     needs_server: bool,
-    run: fn(&Shared) -> Map<String, Value>,
+    run: fn(&Server) -> Map<String, Value>,
 }
 
 const COMMANDS: &[Command] = &[
@@ -28,21 +28,21 @@ const COMMANDS: &[Command] = &[
     Command {
         names: &["connection_stat_reset", "crst"],
         needs_server: true,
-        run: |shared| {
-            shared.metrics.connections.reset_all();
+        run: |server| {
+            server.metrics.connections.reset_all();
             Map::new()
         },
     },
     Command {
         names: &["connections", "cons"],
         needs_server: true,
-        run: |shared| connections(shared, false),
+        run: |server| connections(server, false),
     },
     Command {
         names: &["dirs"],
         needs_server: true,
-        run: |shared| {
-            let (data, log) = report::dirs(shared);
+        run: |server| {
+            let (data, log) = report::dirs(server);
             object(json!({ "datadir_size": data, "logdir_size": log }))
         },
     },
@@ -64,8 +64,8 @@ const COMMANDS: &[Command] = &[
     Command {
         names: &["hash"],
         needs_server: true,
-        run: |shared| {
-            let digests: Vec<Value> = shared
+        run: |server| {
+            let digests: Vec<Value> = server
                 .metrics
                 .digest_log()
                 .into_iter()
@@ -87,8 +87,8 @@ const COMMANDS: &[Command] = &[
     Command {
         names: &["monitor", "mntr"],
         needs_server: false,
-        run: |shared| {
-            report::monitor(shared)
+        run: |server| {
+            report::monitor(server)
                 .into_iter()
                 .map(|(key, value)| (key.to_owned(), monitor_value(value)))
                 .collect()
@@ -107,25 +107,25 @@ const COMMANDS: &[Command] = &[
     Command {
         names: &["stat_reset", "srst"],
         needs_server: true,
-        run: |shared| {
-            shared.metrics.reset();
+        run: |server| {
+            server.metrics.reset();
             Map::new()
         },
     },
     Command {
         names: &["stats", "stat"],
         needs_server: true,
-        run: |shared| {
-            let mut out = server_stats(shared);
-            out.extend(connections(shared, true));
+        run: |server| {
+            let mut out = server_stats(server);
+            out.extend(connections(server, true));
             out
         },
     },
     Command {
         names: &["watch_summary", "wchs"],
         needs_server: true,
-        run: |shared| {
-            let (connections, paths, watches) = report::watch_summary(&report::watch_table(shared));
+        run: |server| {
+            let (connections, paths, watches) = report::watch_summary(&report::watch_table(server));
             object(json!({
                 "num_connections": connections,
                 "num_paths": paths,
@@ -136,9 +136,9 @@ const COMMANDS: &[Command] = &[
     Command {
         names: &["watches", "wchc"],
         needs_server: true,
-        run: |shared| {
+        run: |server| {
             let by_session: Map<String, Value> =
-                report::watches_by_session(report::watch_table(shared))
+                report::watches_by_session(report::watch_table(server))
                     .into_iter()
                     .map(|(id, paths)| (id.to_string(), Value::from(paths)))
                     .collect();
@@ -148,8 +148,8 @@ const COMMANDS: &[Command] = &[
     Command {
         names: &["watches_by_path", "wchp"],
         needs_server: true,
-        run: |shared| {
-            let by_path: Map<String, Value> = report::watch_table(shared)
+        run: |server| {
+            let by_path: Map<String, Value> = report::watch_table(server)
                 .into_iter()
                 .map(|(path, ids)| (path, Value::from(ids)))
                 .collect();
@@ -166,15 +166,15 @@ pub fn primary_names() -> Vec<&'static str> {
 }
 
 /// Runs the command called `name` (any of its names).
-pub fn run(name: &str, shared: &Shared) -> Value {
+pub fn run(name: &str, server: &Server) -> Value {
     let Some(command) = COMMANDS.iter().find(|c| c.names.contains(&name)) else {
         return json!({ "command": name, "error": format!("Unknown command: {name}") });
     };
     let primary = command.names[0];
-    if command.needs_server && !shared.is_serving() {
+    if command.needs_server && !server.health.is_serving() {
         return json!({ "command": primary, "error": NOT_SERVING });
     }
-    let mut out = (command.run)(shared);
+    let mut out = (command.run)(server);
     out.entry("command").or_insert_with(|| primary.into());
     out.entry("error").or_insert(Value::Null);
     Value::Object(out)
@@ -196,8 +196,8 @@ fn monitor_value(value: report::Value) -> Value {
 }
 
 /// `ZooKeeperServerConf.toMap`.
-fn configuration(shared: &Shared) -> Map<String, Value> {
-    let c = report::conf(shared);
+fn configuration(server: &Server) -> Map<String, Value> {
+    let c = report::conf(server);
     object(json!({
         "client_port": c.client_port,
         "data_dir": c.data_dir,
@@ -238,8 +238,8 @@ fn connection(info: ConnInfo, brief: bool) -> Value {
     Value::Object(out)
 }
 
-fn connections(shared: &Shared, brief: bool) -> Map<String, Value> {
-    let list: Vec<Value> = shared
+fn connections(server: &Server, brief: bool) -> Map<String, Value> {
+    let list: Vec<Value> = server
         .metrics
         .connections
         .infos()
@@ -249,9 +249,9 @@ fn connections(shared: &Shared, brief: bool) -> Map<String, Value> {
     object(json!({ "connections": list, "secure_connections": [] }))
 }
 
-fn server_stats(shared: &Shared) -> Map<String, Value> {
-    let stats = report::server_stats(shared);
-    let (data, log) = report::dirs(shared);
+fn server_stats(server: &Server) -> Map<String, Value> {
+    let stats = report::server_stats(server);
+    let (data, log) = report::dirs(server);
     object(json!({
         "version": report::VERSION,
         "read_only": false,
@@ -276,8 +276,8 @@ fn server_stats(shared: &Shared) -> Map<String, Value> {
 /// ZooKeeper's `dump`: the ephemeral nodes by session. Paddock's leader keeps the
 /// expiry deadlines in its liveness task, not here, so `expiry_time_to_session_ids`
 /// is replaced by each session's negotiated timeout.
-fn dump(shared: &Shared) -> Map<String, Value> {
-    let dump = report::dump(shared);
+fn dump(server: &Server) -> Map<String, Value> {
+    let dump = report::dump(server);
     let timeouts: Map<String, Value> = dump
         .sessions
         .into_iter()
@@ -295,18 +295,18 @@ fn dump(shared: &Shared) -> Map<String, Value> {
 }
 
 /// `leader`: standalone, ZooKeeper's "server is not initialized".
-fn leader(shared: &Shared) -> Map<String, Value> {
-    let Some(ensemble) = &shared.settings.ensemble else {
+fn leader(server: &Server) -> Map<String, Value> {
+    let Some(ensemble) = &server.settings.ensemble else {
         return object(json!({ "error": "server is not initialized" }));
     };
-    let leader = shared.status.leader();
+    let leader = server.health.status.leader();
     let (id, ip) = match ensemble.servers.get(&leader) {
         Some(server) => (i64::try_from(leader).unwrap_or(-1), server.host.clone()),
         // No leader known: ZooKeeper's -1.
         None => (-1, String::new()),
     };
     object(json!({
-        "is_leader": shared.is_leader(),
+        "is_leader": server.health.is_leader(),
         "leader_id": id,
         "leader_ip": ip,
     }))

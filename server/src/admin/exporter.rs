@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 
 use crate::process_stats;
 use crate::report;
-use crate::server::Shared;
+use crate::server::Server;
 
 /// The content type of [`Exporter::scrape`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -143,9 +143,9 @@ pub struct Exporter {
 }
 
 impl Exporter {
-    pub fn new(shared: Arc<Shared>) -> Exporter {
+    pub fn new(server: Arc<Server>) -> Exporter {
         let mut registry = Registry::default();
-        let requests = &shared.metrics.requests;
+        let requests = &server.metrics.requests;
         registry.register(
             "paddock_request_latency_ms",
             "client requests, arrival to reply, by op, in milliseconds",
@@ -174,14 +174,14 @@ impl Exporter {
         registry.register(
             "fsynctime",
             "txn log fsyncs, in milliseconds",
-            shared.log_stats.fsync_time.clone(),
+            server.log_stats.fsync_time.clone(),
         );
         registry.register(
             "sync_processor_batch_size",
             "txns written per group commit (one fsync)",
-            shared.log_stats.batch_size.clone(),
+            server.log_stats.batch_size.clone(),
         );
-        let raft = &shared.status.metrics;
+        let raft = &server.health.status.metrics;
         registry.register(
             "snapshottime",
             "writing a snapshot, in milliseconds",
@@ -197,7 +197,7 @@ impl Exporter {
             "times this server found itself without a leader",
             raft.looking.clone(),
         );
-        registry.register_collector(Box::new(StateCollector { shared }));
+        registry.register_collector(Box::new(StateCollector { server }));
         Exporter { registry }
     }
 
@@ -215,7 +215,7 @@ impl Exporter {
 
 /// The gauges read from the state at each scrape.
 struct StateCollector {
-    shared: Arc<Shared>,
+    server: Arc<Server>,
 }
 
 impl std::fmt::Debug for StateCollector {
@@ -242,8 +242,8 @@ fn float_gauge(
 
 impl Collector for StateCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
-        let shared = &self.shared;
-        let rows = report::monitor(shared);
+        let server = &self.server;
+        let rows = report::monitor(server);
         for (key, name, help) in GAUGES {
             match rows.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
                 Some(report::Value::Count(n)) => gauge(&mut encoder, name, help, *n)?,
@@ -255,19 +255,19 @@ impl Collector for StateCollector {
             &mut encoder,
             "paddock_serving",
             "1 while this server is in touch with a quorum and takes clients",
-            u64::from(shared.is_serving()),
+            u64::from(server.health.is_serving()),
         )?;
         gauge(
             &mut encoder,
             "paddock_ready",
             "1 while /health/ready answers 200: serving and caught up",
-            u64::from(shared.ready_for_clients()),
+            u64::from(server.health.ready_for_clients()),
         )?;
         gauge(
             &mut encoder,
             "paddock_is_leader",
             "1 on the raft leader",
-            u64::from(shared.is_leader()),
+            u64::from(server.health.is_leader()),
         )?;
         if let Some(cpu) = process_stats::cpu_time() {
             let counter = ConstCounter::new(cpu.as_secs_f64());

@@ -11,7 +11,6 @@
 mod commands;
 mod exporter;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{AdminServer, HttpListen};
 use crate::report;
-use crate::server::Shared;
+use crate::server::Server;
 
 use self::exporter::Exporter;
 
@@ -54,28 +53,23 @@ impl Listeners {
         })
     }
 
-    /// The admin listener's address, if it is bound.
-    pub fn admin_addr(&self) -> Option<SocketAddr> {
-        self.admin.as_ref().and_then(|l| l.local_addr().ok())
-    }
-
     /// Serves until shutdown: one task per listener.
-    pub fn serve(self, shared: Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
-        let exporter = Arc::new(Exporter::new(shared.clone()));
+    pub fn serve(self, server: Arc<Server>) -> Vec<tokio::task::JoinHandle<()>> {
+        let exporter = Arc::new(Exporter::new(server.clone()));
         let state = AdminState {
-            shared: shared.clone(),
+            server: server.clone(),
             exporter,
         };
         let mut tasks = Vec::new();
         if let Some(listener) = self.admin {
             let router = admin_router(&self.command_url, state.clone());
-            tasks.push(spawn(listener, router, self.idle_timeout, &shared));
+            tasks.push(spawn(listener, router, self.idle_timeout, &server));
         }
         if let Some(listener) = self.metrics {
             let router = Router::new()
                 .route("/metrics", get(metrics))
                 .with_state(state);
-            tasks.push(spawn(listener, router, self.idle_timeout, &shared));
+            tasks.push(spawn(listener, router, self.idle_timeout, &server));
         }
         tasks
     }
@@ -109,13 +103,13 @@ fn spawn(
     listener: TcpListener,
     router: Router,
     idle_timeout: Duration,
-    shared: &Arc<Shared>,
+    server: &Arc<Server>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(serve(
         listener,
         router,
         idle_timeout,
-        shared.shutdown.clone(),
+        server.shutdown.clone(),
     ))
 }
 
@@ -163,7 +157,7 @@ async fn serve(
 
 #[derive(Clone)]
 struct AdminState {
-    shared: Arc<Shared>,
+    server: Arc<Server>,
     exporter: Arc<Exporter>,
 }
 
@@ -183,8 +177,8 @@ fn admin_router(command_url: &str, state: AdminState) -> Router {
 
 async fn command(State(state): State<AdminState>, Path(name): Path<String>) -> Response {
     // Directory sizes and the tree's read lock: off the async workers.
-    let shared = state.shared.clone();
-    match tokio::task::spawn_blocking(move || commands::run(&name, &shared)).await {
+    let server = state.server.clone();
+    match tokio::task::spawn_blocking(move || commands::run(&name, &server)).await {
         Ok(answer) => Json(answer).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
@@ -212,10 +206,10 @@ async fn live() -> impl IntoResponse {
 }
 
 async fn ready(State(state): State<AdminState>) -> impl IntoResponse {
-    let shared = &state.shared;
-    let replayed = shared.status.applied() >= shared.replay_to;
-    let serving = shared.is_serving();
-    let ready = shared.ready_for_clients();
+    let server = &state.server;
+    let replayed = server.health.replayed();
+    let serving = server.health.is_serving();
+    let ready = server.health.ready_for_clients();
     let status = if ready {
         StatusCode::OK
     } else {
@@ -225,7 +219,7 @@ async fn ready(State(state): State<AdminState>) -> impl IntoResponse {
         "ready": ready,
         "replayed_log": replayed,
         "in_quorum": serving,
-        "server_state": report::mode(shared),
+        "server_state": report::mode(server),
     });
     (status, Json(body))
 }

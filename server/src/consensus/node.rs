@@ -232,6 +232,13 @@ impl Status {
         self.commit.load(Ordering::Acquire)
     }
 
+    /// What the raft loop would publish on a follower of `leader`.
+    #[cfg(test)]
+    pub fn set_follower_of(&self, leader: u64) {
+        self.role.store(Role::Follower as u8, Ordering::Release);
+        self.leader.store(leader, Ordering::Release);
+    }
+
     /// On the leader, when it last had a quorum answering it; `None` elsewhere.
     pub fn leader_contact(&self) -> Option<Instant> {
         self.leader_contact.load()
@@ -339,8 +346,9 @@ impl Consensus {
 }
 
 struct RaftLoop<A: Applier> {
-    /// Set at shutdown. The applier holds the server state, which holds a Proposer, so
-    /// the input channel alone never disconnects.
+    /// Set at shutdown. The input channel does not disconnect on its own: the log
+    /// writer's fsync hook and the transport send on it, and this loop owns the one and
+    /// outlives the other. (The applier holds no sender: applying never proposes.)
     stop: Arc<AtomicBool>,
     /// raft-rs's node with the vote guard, the quorum contact and the wiped-follower
     /// repair around it.

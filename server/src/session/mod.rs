@@ -64,16 +64,13 @@ impl SessionTable {
         self.sessions.get(&id)
     }
 
+    #[cfg(test)]
     pub fn contains(&self, id: i64) -> bool {
         self.sessions.contains_key(&id)
     }
 
     pub fn len(&self) -> usize {
         self.sessions.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.sessions.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Session> {

@@ -1,10 +1,10 @@
 //! The simulated ensemble: servers, clients, the network, the clock and the faults.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use paddock_wire::{Acl, CreateRequest, ErrorCode, Request};
+use paddock_wire::{Acl, CreateRequest, ErrorCode, EventType, Request};
 use raft::prelude::{ConfState, Entry, EntryType, Message};
 use raft::storage::MemStorage;
 use raft::{RawNode, StateRole};
@@ -12,10 +12,12 @@ use raft::{RawNode, StateRole};
 use crate::apply::{apply, Effect, Rules};
 use crate::consensus::{LivenessReport, QuorumContact, RaftStateOnDisk, Replica, VoteGuard};
 use crate::liveness::{serving_window, Action, LivenessCore, LivenessEvent, View};
-use crate::server::Db;
+use crate::query::zxids;
+use crate::replicated::Db;
 use crate::session::SessionTable;
 use crate::tree::DataTree;
 use crate::txn::{Origin, Txn, TxnKind};
+use crate::watch::{Change, Rearm, WatchKind, WatchRegistry};
 
 const VOTERS: [u64; 3] = [1, 2, 3];
 /// tickTime and one raft tick (a tenth of it), in virtual milliseconds.
@@ -89,6 +91,8 @@ pub struct SimReport {
     pub acknowledged: usize,
     pub expired: usize,
     pub elections: usize,
+    /// Watch events clients were told of (live, or on re-arming after a reconnect).
+    pub events: usize,
     pub violations: Vec<String>,
 }
 
@@ -118,6 +122,8 @@ struct Server {
     next_request: u64,
     /// The sessions whose clients are connected here, and when each was last heard.
     heard: BTreeMap<i64, u64>,
+    /// The watches this server's connections set (lost when it goes down).
+    watches: WatchRegistry<u64>,
 }
 
 fn logger() -> slog::Logger {
@@ -174,6 +180,7 @@ impl Server {
             // a replayed txn must never complete a request of the new incarnation.
             next_request: incarnation << 32,
             heard: BTreeMap::new(),
+            watches: WatchRegistry::new(),
         }
     }
 
@@ -213,6 +220,16 @@ struct Client {
     writes: u64,
     /// When it may try to connect again.
     retry_at: u64,
+    /// Paths this session waits to see created (armed exists watches, not yet fired).
+    watching: BTreeSet<String>,
+    /// Paths whose creation this session was told of.
+    told: BTreeSet<String>,
+    /// The last zxid the client saw, in replies and events: a server behind it refuses
+    /// the connection, and re-arming compares with it.
+    last_zxid: i64,
+    /// The zxid of the last event it was told (stamped with the reply's zxid for the
+    /// events re-arming finds already fired).
+    last_event: i64,
 }
 
 /// A write applied on one server: (index, data), for state machine safety.
@@ -269,6 +286,10 @@ impl Cluster {
                 next_ping: 0,
                 writes: 0,
                 retry_at: rng.below(500),
+                watching: BTreeSet::new(),
+                told: BTreeSet::new(),
+                last_zxid: 0,
+                last_event: 0,
             })
             .collect();
         let mut cluster = Cluster {
@@ -564,6 +585,7 @@ impl Cluster {
                     self.trace(|| format!("server {id} stops serving"));
                     self.servers[i].serving = false;
                     self.servers[i].heard.clear();
+                    self.servers[i].watches = WatchRegistry::new();
                     for client in &mut self.clients {
                         if client.server == id && (client.connected || client.pending.is_some()) {
                             // The server closed every connection, handshakes too: the
@@ -666,7 +688,21 @@ impl Cluster {
                 self.violation(format!("undecodable txn at {}", entry.index));
                 continue;
             };
-            let outcome = apply(RULES, &mut self.servers[i].db, &txn, entry.index as i64);
+            let zxid = entry.index as i64;
+            let outcome = apply(RULES, &mut self.servers[i].db, &txn, zxid);
+            // As the state machine does: events are queued before the other effects and
+            // before the reply.
+            for trigger in outcome.triggers {
+                let Some(change) = Change::of(trigger.event) else {
+                    continue;
+                };
+                let Some(fired) = self.servers[i].watches.trigger(&trigger.path, change) else {
+                    continue;
+                };
+                for conn in fired.watchers {
+                    self.tell(id, conn, &trigger.path, trigger.event, zxid);
+                }
+            }
             for effect in outcome.effects {
                 match effect {
                     Effect::SessionOpened { session, timeout } => {
@@ -685,7 +721,7 @@ impl Cluster {
                 }
             }
             if txn.origin.server == id {
-                self.complete(txn.origin, outcome.result.map(|_| ()));
+                self.complete(txn.origin, entry.index as i64, outcome.result.map(|_| ()));
             }
         }
     }
@@ -712,6 +748,7 @@ impl Cluster {
         self.servers[i].heard.remove(&session);
         for client in &mut self.clients {
             if client.session == session && client.server == id {
+                self.servers[i].watches.remove_connection(client.conn);
                 // Its server closes the connection; the client learns Expired.
                 client.session = 0;
                 client.connected = false;
@@ -721,7 +758,7 @@ impl Cluster {
         }
     }
 
-    fn complete(&mut self, origin: Origin, result: Result<(), ErrorCode>) {
+    fn complete(&mut self, origin: Origin, zxid: i64, result: Result<(), ErrorCode>) {
         let Some(c) = self
             .clients
             .iter()
@@ -732,19 +769,28 @@ impl Cluster {
         let Some((_, asking, _)) = self.clients[c].pending.take() else {
             return;
         };
+        let client = &mut self.clients[c];
+        client.last_zxid = client.last_zxid.max(zxid);
         let server = self.clients[c].server;
         let serving = self.servers[Self::index(server)].serving;
         match (asking, result) {
-            (Asking::Create | Asking::Move, Ok(())) if serving => {
+            (asking @ (Asking::Create | Asking::Move), Ok(())) if serving => {
                 let (s, conn) = (self.clients[c].session, self.clients[c].conn);
                 self.trace(|| format!("client {c} ({s:#x}) connected to {server} (conn {conn})"));
                 let client = &mut self.clients[c];
                 client.connected = true;
                 client.next_ping = self.now;
+                if asking == Asking::Create {
+                    // A new session: the old one's watches died with it.
+                    client.watching.clear();
+                    client.told.clear();
+                    client.last_event = 0;
+                }
                 let session = client.session;
                 self.servers[Self::index(server)]
                     .heard
                     .insert(session, self.now);
+                self.rearm(c);
             }
             (Asking::Write(path), Ok(())) => self.acknowledged.push(path),
             (Asking::Move, Err(ErrorCode::SessionExpired)) => self.clients[c].session = 0,
@@ -757,12 +803,15 @@ impl Cluster {
     /// reconnect from `retry_at`.
     fn close_connection(&mut self, c: usize, retry_at: u64) {
         let client = &mut self.clients[c];
+        let conn = client.conn;
         client.connected = false;
         client.conn = 0;
         client.pending = None;
         client.retry_at = retry_at;
         let (server, session) = (client.server, client.session);
-        self.servers[Self::index(server)].heard.remove(&session);
+        let i = Self::index(server);
+        self.servers[i].heard.remove(&session);
+        self.servers[i].watches.remove_connection(conn);
     }
 
     fn drive_clients(&mut self) {
@@ -792,7 +841,12 @@ impl Cluster {
     fn client_connects(&mut self, c: usize) {
         let server = VOTERS[self.rng.below(3) as usize];
         let i = Self::index(server);
-        if !self.servers[i].up || !self.servers[i].serving {
+        // A server behind what the client saw refuses it (ZooKeeper's rule: the client
+        // tries another), so a client never goes back in time.
+        if !self.servers[i].up
+            || !self.servers[i].serving
+            || self.servers[i].db.last_zxid < self.clients[c].last_zxid
+        {
             self.clients[c].retry_at = self.now + 100;
             return;
         }
@@ -834,7 +888,14 @@ impl Cluster {
         let now = self.now;
         let server = self.clients[c].server;
         let i = Self::index(server);
-        if self.clients[c].writes >= 200 || now >= RUN_FOR || !self.rng.chance(10) {
+        if now >= RUN_FOR || !self.rng.chance(10) {
+            return;
+        }
+        if self.rng.chance(30) {
+            self.watch_for_creation(c);
+            return;
+        }
+        if self.clients[c].writes >= 200 {
             return;
         }
         let origin = self.servers[i].origin();
@@ -869,6 +930,91 @@ impl Cluster {
         {
             // Refused at once (no leader): the server closes the connection.
             self.close_connection(c, now + 50);
+        }
+    }
+
+    /// Client `c` calls `exists` with a watch on a path some client may create soon: a
+    /// read, answered by its server from its own state.
+    fn watch_for_creation(&mut self, c: usize) {
+        let target = self.rng.below(CLIENTS) as usize;
+        let n = self.clients[target].writes + 1 + self.rng.below(3);
+        let path = format!("/c{target}-{n}");
+        let client = &self.clients[c];
+        if client.watching.contains(&path) || client.told.contains(&path) {
+            return;
+        }
+        let (i, conn) = (Self::index(client.server), client.conn);
+        let server = &mut self.servers[i];
+        let exists = server.db.tree.node(&path).is_some();
+        if !exists {
+            server.watches.add_watch(conn, &path, WatchKind::Data);
+        }
+        let client = &mut self.clients[c];
+        client.last_zxid = client.last_zxid.max(server.db.last_zxid);
+        if !exists {
+            client.watching.insert(path);
+        }
+    }
+
+    /// Client `c` has just connected: it re-arms its watches (`setWatches`, with the
+    /// last zxid it saw), and hears at once of what they missed meanwhile.
+    fn rearm(&mut self, c: usize) {
+        let client = &self.clients[c];
+        if client.watching.is_empty() {
+            return;
+        }
+        let (id, conn) = (client.server, client.conn);
+        let exist: Vec<String> = client.watching.iter().cloned().collect();
+        let request = Rearm {
+            relative_zxid: client.last_zxid,
+            data: &[],
+            exist: &exist,
+            child: &[],
+            persistent: &[],
+            persistent_recursive: &[],
+        };
+        let server = &mut self.servers[Self::index(id)];
+        let missed = server
+            .watches
+            .set_watches(conn, request, |path| zxids(&server.db, path));
+        let zxid = server.db.last_zxid;
+        for event in missed {
+            self.tell(id, conn, &event.path, event.event_type, zxid);
+        }
+    }
+
+    /// Server `id` tells connection `conn` of an event, stamped `zxid`.
+    fn tell(&mut self, id: u64, conn: u64, path: &str, event: EventType, zxid: i64) {
+        let Some(c) = self
+            .clients
+            .iter()
+            .position(|client| client.conn == conn && client.server == id && client.connected)
+        else {
+            self.violation(format!(
+                "server {id} fired a watch of connection {conn}, which it does not hold"
+            ));
+            return;
+        };
+        self.trace(|| format!("client {c} is told {event:?} {path} at {zxid:#x}"));
+        self.report.events += 1;
+        let client = &mut self.clients[c];
+        let first = client.told.insert(path.to_owned());
+        let armed = client.watching.remove(path);
+        let in_order = zxid >= client.last_event;
+        client.last_event = zxid;
+        client.last_zxid = client.last_zxid.max(zxid);
+        if event != EventType::NodeCreated {
+            self.violation(format!(
+                "client {c} was told {event:?} {path}: nothing deletes"
+            ));
+        } else if !first {
+            self.violation(format!("client {c} was told twice that {path} was created"));
+        } else if !armed {
+            self.violation(format!(
+                "client {c} was told of {path}, which it did not watch"
+            ));
+        } else if !in_order {
+            self.violation(format!("client {c} was told of {path} out of zxid order"));
         }
     }
 
@@ -915,6 +1061,20 @@ impl Cluster {
                 }
             }
             self.report.acknowledged += 1;
+        }
+        // A session connected at the end was told of every creation it watched for.
+        for (c, client) in self.clients.iter().enumerate() {
+            if !client.connected {
+                continue;
+            }
+            let server = &self.servers[Self::index(client.server)];
+            for path in &client.watching {
+                if server.db.tree.node(path).is_some() {
+                    missing.push(format!(
+                        "client {c} was never told that {path}, which it watched, was created"
+                    ));
+                }
+            }
         }
         for what in missing {
             self.violation(what);

@@ -30,16 +30,20 @@ fn seeded_runs_keep_every_invariant() {
         totals.acknowledged += report.acknowledged;
         totals.expired += report.expired;
         totals.elections += report.elections;
+        totals.events += report.events;
         totals.faults.extend(report.faults);
     }
     eprintln!(
-        "{} runs: {} faults, {} elections, {} acknowledged writes, {} expired sessions",
+        "{} runs: {} faults, {} elections, {} acknowledged writes, {} expired sessions, {} \
+         watch events",
         seeds().count(),
         totals.faults.len(),
         totals.elections,
         totals.acknowledged,
-        totals.expired
+        totals.expired,
+        totals.events
     );
     // The runs must exercise what they check.
     assert!(totals.acknowledged > 0 && totals.elections > 0 && !totals.faults.is_empty());
+    assert!(totals.events > 0);
 }

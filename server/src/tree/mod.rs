@@ -165,6 +165,7 @@ impl DataTree {
     }
 
     /// Sessions that own at least one ephemeral node.
+    #[cfg(test)]
     pub fn sessions_with_ephemerals(&self) -> impl Iterator<Item = i64> + '_ {
         self.ephemerals.keys().copied()
     }

@@ -70,6 +70,7 @@ pub struct CreateSpec {
 impl CreateSpec {
     /// A create in `mode`; `ttl` is required for the TTL modes and refused (when not
     /// negative) for the others, as `EphemeralType.validateTTL`.
+    #[cfg(test)]
     pub fn from_mode(mode: CreateMode, ttl: Option<i64>) -> Result<Self, ErrorCode> {
         validate_ttl(mode, ttl)?;
         let kind = match (mode, ttl) {
@@ -164,6 +165,7 @@ pub(super) fn parent_for_delete(path: &str) -> Result<&str, ErrorCode> {
 impl DataTree {
     /// Creates a node in `mode` (see [`CreateSpec::from_mode`]) and returns its path,
     /// with the sequence suffix if any, and its stat.
+    #[cfg(test)]
     pub fn create(
         &mut self,
         path: &str,

@@ -2,12 +2,12 @@
 //! ZooKeeper 3.8's own, `/metrics`, and the health checks as a quorum comes and goes.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use paddock_wire::{Acl, CreateRequest, Data, Request, WatchedPathRequest};
 use serde_json::Value;
 
-use crate::support::{free_port, free_ports, http_get, paddock, zookeeper_with_admin};
+use crate::support::{free_port, free_ports, http_get, paddock, wait_until, zookeeper_with_admin};
 use crate::support::{Ensemble, RawClient, Server};
 
 /// `GET /commands/<name>` as JSON.
@@ -116,15 +116,12 @@ fn admin_commands_answer_as_zookeepers_admin_server() {
         ([127, 0, 0, 1], ports[0]).into(),
         ([127, 0, 0, 1], ports[2]).into(),
     );
-    // ZooKeeper's Jetty starts after its client port; wait for it, bounded.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http_get(their_admin, "/commands/ruok").is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "ZooKeeper's AdminServer did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // ZooKeeper's Jetty starts after its client port.
+    wait_until(
+        Duration::from_secs(30),
+        "ZooKeeper's AdminServer answering",
+        || http_get(their_admin, "/commands/ruok").is_some(),
+    );
     let _clients = (watched(&ours), watched(&theirs));
 
     let names = [
@@ -268,15 +265,6 @@ fn a_configured_admin_port_in_use_stops_the_server_with_a_reason() {
     );
 }
 
-/// Waits (bounded) until `check` holds.
-fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !check() {
-        assert!(Instant::now() < deadline, "{what} not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn status(admin: SocketAddr, path: &str) -> Option<u16> {
     http_get(admin, path).map(|(status, _)| status)
 }
@@ -296,7 +284,7 @@ fn readiness_follows_the_quorum() {
         .collect();
     let limit = Duration::from_secs(60);
     for addr in &admin {
-        eventually("every server ready", limit, || {
+        wait_until(limit, "every server ready", || {
             status(*addr, "/health/ready") == Some(200)
         });
     }
@@ -311,7 +299,7 @@ fn readiness_follows_the_quorum() {
         );
         assert_eq!(answer["leader_ip"], "127.0.0.1", "{answer}");
     }
-    eventually("the leader's followers synced", limit, || {
+    wait_until(limit, "the leader's followers synced", || {
         http_get(admin[leader], "/metrics")
             .is_some_and(|(_, text)| text.contains("\nsynced_followers 2\n"))
     });
@@ -326,7 +314,7 @@ fn readiness_follows_the_quorum() {
             ensemble.servers[i].kill();
         }
     }
-    eventually("the lone server unready", limit, || {
+    wait_until(limit, "the lone server unready", || {
         http_get(admin[alone], "/health/ready")
             .is_some_and(|(status, body)| status == 503 && body.contains("\"in_quorum\":false"))
     });
@@ -342,7 +330,7 @@ fn readiness_follows_the_quorum() {
     let back = (alone + 1) % 3;
     ensemble.servers[back].restart();
     for i in [alone, back] {
-        eventually("ready again with a quorum", limit, || {
+        wait_until(limit, "ready again with a quorum", || {
             status(admin[i], "/health/ready") == Some(200)
         });
     }

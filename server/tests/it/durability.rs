@@ -10,7 +10,7 @@ use paddock_wire::{
     WatchedPathRequest,
 };
 
-use crate::support::{paddock, RawClient, Server};
+use crate::support::{paddock, wait_until, RawClient, Server};
 
 fn create_request(path: &str, data: &str, mode: CreateMode) -> Request {
     Request::Create(CreateRequest {
@@ -170,16 +170,15 @@ fn sessions_and_ephemerals_survive_a_restart() {
     drop(again);
     // The client is gone for good: the session expires and takes the node with it.
     let mut observer = RawClient::connect(server.addr);
-    let deadline = Instant::now() + Duration::from_secs(20);
     let mut xid = 1;
-    while get_data(&mut observer, xid, "/mine").is_some() {
-        assert!(
-            Instant::now() < deadline,
-            "the ephemeral outlived its session"
-        );
-        xid += 1;
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        Duration::from_secs(20),
+        "the ephemeral outlived its session",
+        || {
+            xid += 1;
+            get_data(&mut observer, xid, "/mine").is_none()
+        },
+    );
 }
 
 /// A CRC mismatch in the middle of the log, with no snapshot to skip it, stops the
@@ -252,11 +251,9 @@ fn a_corrupt_newest_snapshot_falls_back_to_an_older_one() {
         snapshots
     };
     // Snapshots are written in the background: wait for at least two.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while list(&server).len() < 2 {
-        assert!(Instant::now() < deadline, "no snapshots written");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(Duration::from_secs(10), "no snapshots written", || {
+        list(&server).len() >= 2
+    });
     server.kill();
     // Listed again after the kill: one may have been finished meanwhile.
     let snapshots = list(&server);

@@ -8,7 +8,9 @@ use paddock_wire::{
     ReplyHeader, Request, WatchedPathRequest, WatcherEvent,
 };
 
-use crate::support::{four_letter, kazoo_hosts, mntr, read_frame, Ensemble, RawClient, Server};
+use crate::support::{
+    eventually, four_letter, kazoo_hosts, mntr, read_frame, wait_until, Ensemble, RawClient, Server,
+};
 
 /// A create's result; ConnectionLoss when the server closed the connection instead of
 /// answering (as it does when a write's outcome is unknown, or it left the quorum).
@@ -73,9 +75,8 @@ fn assert_converges(servers: &[&Server]) {
 }
 
 fn converges(servers: &[&Server]) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let views: Vec<(String, String)> = servers
+    let views = || -> Vec<(String, String)> {
+        servers
             .iter()
             .map(|s| {
                 let m = mntr(s);
@@ -84,15 +85,13 @@ fn converges(servers: &[&Server]) -> Result<(), String> {
                     m.get("zk_tree_digest").cloned().unwrap_or_default(),
                 )
             })
-            .collect();
-        if views.windows(2).all(|w| w[0] == w[1]) && !views[0].1.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(format!("{views:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            .collect()
+    };
+    eventually(Duration::from_secs(20), || {
+        let views = views();
+        (views.windows(2).all(|w| w[0] == w[1]) && !views[0].1.is_empty()).then_some(())
+    })
+    .ok_or_else(|| format!("{:?}", views()))
 }
 
 #[test]
@@ -244,15 +243,16 @@ fn killing_the_leader_elects_another_and_loses_no_acknowledged_write() {
 #[test]
 fn an_observer_serves_and_forwards_but_does_not_vote() {
     let ensemble = Ensemble::start(3, 1);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while mntr(&ensemble.servers[3])
-        .get("zk_server_state")
-        .map(String::as_str)
-        != Some("observer")
-    {
-        assert!(Instant::now() < deadline, "server 4 is not an observer");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        Duration::from_secs(10),
+        "server 4 is not an observer",
+        || {
+            mntr(&ensemble.servers[3])
+                .get("zk_server_state")
+                .map(String::as_str)
+                == Some("observer")
+        },
+    );
     let mut client = RawClient::connect(ensemble.servers[3].addr);
     assert_eq!(
         create(&mut client, 1, "/via-observer", CreateMode::Persistent),
@@ -263,19 +263,18 @@ fn an_observer_serves_and_forwards_but_does_not_vote() {
     assert!(exists(&mut other, 2, "/via-observer"));
     // The leader counts the observer among its followers (polled: under load a
     // leader change may be under way).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let leader = ensemble.wait_for_leader(Duration::from_secs(10));
-        let followers = ensemble.mntr(leader).get("zk_followers").cloned();
-        if followers.as_deref() == Some("3") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "leader reports {followers:?} followers"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        Duration::from_secs(10),
+        "the leader does not report 3 followers",
+        || {
+            let leader = ensemble.wait_for_leader(Duration::from_secs(10));
+            ensemble
+                .mntr(leader)
+                .get("zk_followers")
+                .map(String::as_str)
+                == Some("3")
+        },
+    );
 }
 
 /// Writes sequential nodes under /load, moving to the next server whenever its server
@@ -576,14 +575,8 @@ fn a_wiped_follower_serves_only_once_it_has_caught_up() {
     ensemble.servers[follower].wipe();
     ensemble.servers[follower].restart();
     let addr = ensemble.servers[follower].addr;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut first = loop {
-        assert!(Instant::now() < deadline, "the wiped follower never served");
-        if let Some(client) = RawClient::try_connect(addr) {
-            break client;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut first = eventually(Duration::from_secs(30), || RawClient::try_connect(addr))
+        .expect("the wiped follower never served");
     assert!(
         exists(&mut first, 1, "/s249"),
         "the wiped follower served a new session from a state behind the ensemble's"

@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use paddock_client::{Client, ConnectOptions, CreateMode};
 
-use crate::support::{four_letter, free_ports, run_bounded};
+use crate::support::{eventually, four_letter, free_ports, run_bounded};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -105,33 +105,21 @@ impl Running {
 
     /// Waits until the script's output contains `needle`.
     fn wait_output(&self, needle: &str) {
-        let deadline = Instant::now() + LIMIT;
-        while !self.output().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "no {needle:?} from ensemble.sh:\n{}",
-                self.output()
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        if eventually(LIMIT, || self.output().contains(needle).then_some(())).is_none() {
+            panic!("no {needle:?} from ensemble.sh:\n{}", self.output());
         }
     }
 
     /// Waits until servers `which` (1-based) report a mode (leader or follower).
     fn wait_serving(&self, which: &[usize]) {
-        let deadline = Instant::now() + LIMIT;
         for n in which {
             let addr = self.clients[n - 1].parse().expect("addr");
-            loop {
+            let serves = eventually(LIMIT, || {
                 let srvr = four_letter(addr, "srvr").unwrap_or_default();
-                if srvr.contains("Mode: leader") || srvr.contains("Mode: follower") {
-                    break;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "server {n} does not serve:\n{}",
-                    self.output()
-                );
-                std::thread::sleep(Duration::from_millis(100));
+                (srvr.contains("Mode: leader") || srvr.contains("Mode: follower")).then_some(())
+            });
+            if serves.is_none() {
+                panic!("server {n} does not serve:\n{}", self.output());
             }
         }
     }
@@ -229,14 +217,8 @@ fn ensemble_script_survives_a_dead_server_and_restarts_it() {
         Duration::from_secs(5),
     );
     assert!(signalled.status.success());
-    let deadline = Instant::now() + LIMIT;
-    while running.script.try_wait().ok().flatten().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "ensemble.sh still runs:\n{}",
-            running.output()
-        );
-        std::thread::sleep(Duration::from_millis(50));
+    if eventually(LIMIT, || running.script.try_wait().ok().flatten()).is_none() {
+        panic!("ensemble.sh still runs:\n{}", running.output());
     }
     for pid in pids {
         assert!(

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use paddock_wire::{Acl, CreateMode, CreateRequest, ErrorCode, Request, WatchedPathRequest};
 
-use crate::support::{paddock, RawClient, Server};
+use crate::support::{paddock, wait_until, RawClient, Server};
 
 /// A tmpfs mounted for one test.
 struct Tmpfs {
@@ -84,14 +84,11 @@ fn fill(server: &Server) -> Vec<String> {
 }
 
 fn wait_exit(server: &mut Server) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while server.is_running() {
-        assert!(
-            Instant::now() < deadline,
-            "the server kept running on a full disk"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        Duration::from_secs(30),
+        "the server kept running on a full disk",
+        || !server.is_running(),
+    );
 }
 
 fn assert_all_present(server: &Server, acknowledged: &[String]) {

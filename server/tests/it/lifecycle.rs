@@ -1,9 +1,9 @@
 //! The process: config errors exit 2 naming the key; SIGTERM shuts down cleanly.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::support::{paddock, run_bounded};
+use crate::support::{paddock, run_bounded, wait_until};
 
 #[test]
 fn an_invalid_value_names_the_key_and_exits_2() {
@@ -45,11 +45,9 @@ fn sigterm_shuts_down_cleanly() {
         Duration::from_secs(5),
     );
     assert!(status.status.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.is_running() {
-        assert!(Instant::now() < deadline, "paddock ignored SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(Duration::from_secs(10), "paddock ignored SIGTERM", || {
+        !server.is_running()
+    });
     let log = std::fs::read_to_string(&server.log).unwrap_or_default();
     assert!(log.contains("shutting down"), "{log}");
 }

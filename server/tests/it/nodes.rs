@@ -1,7 +1,7 @@
 //! Node kinds that need the server's clock: containers and TTL nodes, removed by the
 //! leader; and the size limit on data.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use paddock_wire::{
@@ -9,7 +9,7 @@ use paddock_wire::{
     Response, SetDataRequest, WatchedPathRequest,
 };
 
-use crate::support::{paddock, RawClient};
+use crate::support::{eventually, paddock, RawClient};
 
 fn create(path: &str, mode: CreateMode) -> CreateRequest {
     CreateRequest {
@@ -33,16 +33,12 @@ fn exists(client: &mut RawClient, xid: i32, path: &str) -> bool {
 
 /// Polls until `path` is gone; false if it is still there after `limit`.
 fn disappears(client: &mut RawClient, path: &str, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
     let mut xid = 1000;
-    while Instant::now() < deadline {
+    eventually(limit, || {
         xid += 1;
-        if !exists(client, xid, path) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
+        (!exists(client, xid, path)).then_some(())
+    })
+    .is_some()
 }
 
 #[test]

@@ -5,12 +5,12 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use paddock_wire::{Acl, CreateRequest, Data, Request};
 use serde_json::Value;
 
-use crate::support::{free_port, free_ports, http_get, Ensemble, RawClient};
+use crate::support::{eventually, free_port, free_ports, http_get, Ensemble, RawClient};
 
 const PROMETHEUS: &str = "/usr/bin/prometheus";
 
@@ -51,20 +51,17 @@ impl Prometheus {
             .spawn()
             .expect("start prometheus");
         let mut prometheus = Prometheus { child, addr, dir };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while http_get(addr, "/-/ready").map(|(s, _)| s) != Some(200) {
-            assert!(
-                matches!(prometheus.child.try_wait(), Ok(None)),
-                "prometheus exited: {}",
-                prometheus.log()
-            );
-            assert!(
-                Instant::now() < deadline,
-                "prometheus not ready: {}",
-                prometheus.log()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let ready = eventually(Duration::from_secs(60), || {
+            if !matches!(prometheus.child.try_wait(), Ok(None)) {
+                panic!("prometheus exited: {}", prometheus.log());
+            }
+            (http_get(addr, "/-/ready").map(|(s, _)| s) == Some(200)).then_some(())
+        });
+        assert!(
+            ready.is_some(),
+            "prometheus not ready: {}",
+            prometheus.log()
+        );
         prometheus
     }
 
@@ -95,19 +92,17 @@ impl Prometheus {
 
     /// Waits (bounded) until `query` returns what `check` accepts; that result.
     fn wait_for(&self, query: &str, check: impl Fn(&[(Value, f64)]) -> bool) -> Vec<(Value, f64)> {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
+        let found = eventually(Duration::from_secs(90), || {
             let result = self.query(query);
-            if check(&result) {
-                return result;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{query} gave {result:?}; prometheus log:\n{}",
+            check(&result).then_some(result)
+        });
+        found.unwrap_or_else(|| {
+            panic!(
+                "{query} gave {:?}; prometheus log:\n{}",
+                self.query(query),
                 self.log()
-            );
-            std::thread::sleep(Duration::from_millis(500));
-        }
+            )
+        })
     }
 }
 

@@ -1,11 +1,11 @@
 //! `reconfig` is answered ReconfigDisabled at once, as README promises and as a default
 //! ZooKeeper 3.8 (reconfigEnabled=false) answers it: no txn is written for it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use paddock_wire::{ErrorCode, ReconfigRequest, Request};
 
-use crate::support::{four_letter, paddock, zookeeper, RawClient, Server};
+use crate::support::{eventually, four_letter, paddock, zookeeper, RawClient, Server};
 
 /// The reconfig's error, and the server's last zxid before and after it.
 fn reconfig(server: &Server) -> (ErrorCode, String, String) {
@@ -17,14 +17,10 @@ fn reconfig(server: &Server) -> (ErrorCode, String, String) {
             .unwrap_or_default()
     };
     // ZooKeeper answers ruok a moment before it takes sessions.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut client = loop {
-        match RawClient::try_connect(server.addr) {
-            Some(client) => break client,
-            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
-            None => panic!("no session from {} within 30 s", server.addr),
-        }
-    };
+    let mut client = eventually(Duration::from_secs(30), || {
+        RawClient::try_connect(server.addr)
+    })
+    .unwrap_or_else(|| panic!("no session from {} within 30 s", server.addr));
     let before = zxid();
     let request = Request::Reconfig(ReconfigRequest {
         joining_servers: "server.9=127.0.0.1:1:2".into(),

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use paddock_client::{Client, ConnectOptions, CreateMode};
 
-use crate::support::{four_letter, mntr, Ensemble, Server};
+use crate::support::{four_letter, mntr, wait_until, Ensemble, Server};
 
 const NODES: usize = 1_000_000;
 const BATCH: usize = 1_000;
@@ -134,12 +134,9 @@ fn same_state(a: &Server, b: &Server) -> bool {
     !ma.is_empty() && key(&ma) == key(&mb)
 }
 
-fn wait(limit: Duration, what: &str, mut done: impl FnMut() -> bool) -> Duration {
+fn wait(limit: Duration, what: &str, done: impl FnMut() -> bool) -> Duration {
     let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < limit, "{what} took over {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(limit, format_args!("{what} took too long"), done);
     started.elapsed()
 }
 

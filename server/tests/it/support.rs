@@ -18,6 +18,32 @@ use paddock_wire::{
 
 pub const ZOOKEEPER_HOME: &str = "/usr/share/zookeeper";
 
+/// How often a wait on another process looks again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Polls `probe` until it yields a value, for at most `limit`. The servers under test
+/// are other processes, on the real clock: this is the one place the tests wait for
+/// them (the in-process tests use tokio's paused clock or the simulated ensemble).
+pub fn eventually<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Waits for at most `limit` until `done` holds; panics with `what` if it never does.
+pub fn wait_until(limit: Duration, what: impl std::fmt::Display, mut done: impl FnMut() -> bool) {
+    if eventually(limit, || done().then_some(())).is_none() {
+        panic!("{what} (waited {limit:?})");
+    }
+}
+
 /// A port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> u16 {
     free_ports(1)[0]
@@ -95,16 +121,7 @@ impl Server {
 
     /// Waits up to `limit` for the process to exit; its status, or None if it still runs.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        eventually(limit, || self.child.try_wait().ok().flatten())
     }
 
     /// The length of the log so far, to look for lines written after this point.
@@ -115,20 +132,13 @@ impl Server {
     /// Waits up to `limit` for a log line containing `needle` after byte `from` of the
     /// log; whether one appeared.
     pub fn wait_for_log(&self, needle: &str, from: usize, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        loop {
-            if self
-                .log_text()
+        eventually(limit, || {
+            self.log_text()
                 .get(from..)
                 .is_some_and(|new| new.contains(needle))
-            {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+                .then_some(())
+        })
+        .is_some()
     }
 
     /// Deletes the server's data (not its myid): it restarts as if new.
@@ -311,16 +321,12 @@ impl Ensemble {
 
     /// The index of the server that reports itself leader, waiting up to `limit`.
     pub fn wait_for_leader(&self, limit: Duration) -> usize {
-        let deadline = Instant::now() + limit;
-        loop {
-            for (i, server) in self.servers.iter().enumerate() {
-                if mntr(server).get("zk_server_state").map(String::as_str) == Some("leader") {
-                    return i;
-                }
-            }
-            assert!(Instant::now() < deadline, "no leader within {limit:?}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        eventually(limit, || {
+            self.servers.iter().position(|server| {
+                mntr(server).get("zk_server_state").map(String::as_str) == Some("leader")
+            })
+        })
+        .unwrap_or_else(|| panic!("no leader within {limit:?}"))
     }
 }
 
@@ -444,21 +450,20 @@ impl Server {
     fn wait_serving(&mut self) {
         let server = self;
         let addr = server.addr;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if !server.is_running() {
-                panic!(
-                    "server exited during start-up: {}",
-                    std::fs::read_to_string(&server.log).unwrap_or_default()
-                );
-            }
-            // Any answer means it serves (ruok may be off the whitelist).
-            if four_letter(addr, "ruok").is_some_and(|answer| !answer.is_empty()) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("server on {addr} did not answer ruok within 30 s");
+        wait_until(
+            Duration::from_secs(30),
+            format_args!("server on {addr} did not answer ruok"),
+            || {
+                if !server.is_running() {
+                    panic!(
+                        "server exited during start-up: {}",
+                        std::fs::read_to_string(&server.log).unwrap_or_default()
+                    );
+                }
+                // Any answer means it serves (ruok may be off the whitelist).
+                four_letter(addr, "ruok").is_some_and(|answer| !answer.is_empty())
+            },
+        );
     }
 }
 
@@ -524,17 +529,11 @@ pub fn run_bounded(command: &mut Command, limit: Duration) -> std::process::Outp
         .stdin(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => return child.wait_with_output().expect("output"),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            _ => {
-                let _ = child.kill();
-                panic!("{command:?} ran longer than {limit:?}");
-            }
-        }
+    if eventually(limit, || child.try_wait().ok().flatten()).is_none() {
+        let _ = child.kill();
+        panic!("{command:?} ran longer than {limit:?}");
     }
+    child.wait_with_output().expect("output")
 }
 
 /// A blocking client that speaks raw frames, for tests that misbehave on purpose.

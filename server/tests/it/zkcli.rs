@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{paddock, run_bounded, zookeeper, Server, ZOOKEEPER_HOME};
+use crate::support::{eventually, paddock, run_bounded, zookeeper, Server, ZOOKEEPER_HOME};
 
 const SESSION: &str = "\
 create /zkc hello
@@ -74,16 +74,16 @@ fn zkcli(server: &Server) -> Vec<String> {
     let pid = child.id();
     let output = std::thread::scope(|s| {
         let waiter = s.spawn(|| child.wait_with_output());
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while !waiter.is_finished() {
-            if std::time::Instant::now() > deadline {
-                let _ = run_bounded(
-                    Command::new("kill").arg("-9").arg(pid.to_string()),
-                    Duration::from_secs(5),
-                );
-                panic!("zkCli.sh ran longer than 60 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if eventually(Duration::from_secs(60), || {
+            waiter.is_finished().then_some(())
+        })
+        .is_none()
+        {
+            let _ = run_bounded(
+                Command::new("kill").arg("-9").arg(pid.to_string()),
+                Duration::from_secs(5),
+            );
+            panic!("zkCli.sh ran longer than 60 s");
         }
         waiter.join().expect("join").expect("output")
     });
