@@ -4,6 +4,7 @@
 //! paddock-cli -server 127.0.0.1:2181                 # interactive shell
 //! paddock-cli -server 127.0.0.1:2181 -c "ls -s /"    # one command
 //! paddock-cli --server 127.0.0.1:2181 get /config    # one command, zkCli style
+//! paddock-cli --server zk1:2281 --tls-ca ca.pem --tls-cert me.pem -c "ls /"   # TLS
 //! ```
 //!
 //! A failing command exits with status 1 (2 for a usage error).
@@ -21,11 +22,13 @@ mod output;
 mod quota;
 mod shell;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Parser;
+use paddock_client::TlsOptions;
 
 use crate::shell::Shell;
 
@@ -43,6 +46,18 @@ struct Args {
     /// Session timeout in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     timeout: u64,
+    /// Connect with TLS, trusting the CA certificates in this PEM file (the servers'
+    /// `secureClientPort`).
+    #[arg(long, value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// A client certificate to present over TLS: a PEM file with the certificate chain
+    /// (and the private key, unless --tls-key names another file), as ZooKeeper's PEM
+    /// key stores hold them.
+    #[arg(long, value_name = "PEM", requires = "tls_ca")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert, when it is in a file of its own.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Run one command and exit.
     #[arg(short = 'c', long = "command")]
     command: Option<String>,
@@ -84,7 +99,18 @@ async fn run(args: Args) -> Result<ExitCode> {
         ),
         (None, true) => None,
     };
-    let mut shell = Shell::connect(&args.server, Duration::from_millis(args.timeout)).await?;
+    let tls = match &args.tls_ca {
+        None => None,
+        Some(ca) => {
+            let identity = args.tls_cert.as_ref().map(|cert| {
+                let key = args.tls_key.as_ref().unwrap_or(cert);
+                (cert, key)
+            });
+            Some(TlsOptions::from_pem(ca, identity).context("cannot set up TLS")?)
+        }
+    };
+    let options = shell::options(Duration::from_millis(args.timeout), tls);
+    let mut shell = Shell::connect(&args.server, options).await?;
     let code = match one_shot {
         Some(line) => shell.run_line(&line).await.exit_code(),
         None => shell.interact().await?,

@@ -122,8 +122,8 @@ pub async fn execute(
             for entry in &acl {
                 println!(
                     "'{},'{}\n: {}",
-                    entry.id.scheme,
-                    entry.id.id,
+                    crate::output::jute_csv(&entry.id.scheme),
+                    crate::output::jute_csv(&entry.id.id),
                     perms_string(entry.perms)
                 );
             }

@@ -54,6 +54,24 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 
 /// `scheme:id:perms[,...]`; the id may itself contain colons (`digest:user:hash:cdrwa`,
 /// `ip:10.0.0.1:r`), so perms are what follows the last one.
+/// A string as zkCli prints an ACL id: jute's CSV escaping (`Utils.toCSVString`), so an
+/// x509 subject `CN=a,O=b` shows as `CN=a%2CO=b`.
+pub fn jute_csv(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\0' => out.push_str("%00"),
+            '\n' => out.push_str("%0A"),
+            '\r' => out.push_str("%0D"),
+            ',' => out.push_str("%2C"),
+            '}' => out.push_str("%7D"),
+            '%' => out.push_str("%25"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 pub fn parse_acl(text: &str) -> Result<Vec<Acl>> {
     text.split(',')
         .map(|entry| {
@@ -135,6 +153,13 @@ mod tests {
         assert_eq!(perms_string(acl[2].perms), "rw");
         assert!(parse_acl("world:anyone:x").is_err());
         assert!(parse_acl("nonsense").is_err());
+    }
+
+    #[test]
+    fn acl_ids_print_with_jutes_csv_escapes() {
+        assert_eq!(jute_csv("CN=a,O=b"), "CN=a%2CO=b");
+        assert_eq!(jute_csv("bob:abc+/="), "bob:abc+/=");
+        assert_eq!(jute_csv("50%}"), "50%25%7D");
     }
 
     #[test]

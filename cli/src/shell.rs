@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use paddock_client::{Client, ConnectOptions};
+use paddock_client::{Client, ConnectOptions, TlsOptions};
 use rustyline::error::ReadlineError;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -43,7 +43,8 @@ impl Status {
 pub struct Shell {
     /// The connect string of the current (or last) session.
     server: String,
-    timeout: Duration,
+    /// How every session of the shell connects (timeout, TLS).
+    options: ConnectOptions,
     client: Option<Client>,
     /// `printwatches`: whether watch events are printed.
     print_watches: Arc<AtomicBool>,
@@ -52,22 +53,23 @@ pub struct Shell {
 }
 
 /// Options for a session a person waits on: a refused connection fails at once.
-fn options(timeout: Duration) -> ConnectOptions {
+pub fn options(timeout: Duration, tls: Option<TlsOptions>) -> ConnectOptions {
     ConnectOptions {
         fail_fast_when_refused: true,
+        tls,
         ..ConnectOptions::with_session_timeout(timeout)
     }
 }
 
 impl Shell {
     /// Connects to `server`.
-    pub async fn connect(server: &str, timeout: Duration) -> Result<Shell> {
-        let client = Client::connect(server, options(timeout))
+    pub async fn connect(server: &str, options: ConnectOptions) -> Result<Shell> {
+        let client = Client::connect(server, options.clone())
             .await
             .with_context(|| format!("cannot connect to {server}"))?;
         Ok(Shell {
             server: server.to_owned(),
-            timeout,
+            options,
             client: Some(client),
             print_watches: Arc::new(AtomicBool::new(true)),
             history: Vec::new(),
@@ -167,7 +169,7 @@ impl Shell {
                 if let Some(server) = server {
                     self.server = server;
                 }
-                match Client::connect(&self.server, options(self.timeout)).await {
+                match Client::connect(&self.server, self.options.clone()).await {
                     Ok(client) => {
                         self.client = Some(client);
                         Status::Ok

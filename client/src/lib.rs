@@ -20,6 +20,7 @@
 //! - [`watch`]: one-shot watches as futures, persistent watches as streams.
 //! - [`transaction`]: multi (`Transaction`) and multiRead (`ReadOp`).
 //! - [`options`]: [`ConnectOptions`], [`CreateOptions`].
+//! - [`tls`]: [`TlsOptions`], for a server's secure client port.
 //! - [`state`]: [`SessionState`], observable through [`Client::state_watcher`].
 //! - `backoff`: the pauses between rounds of connection attempts (exponential, capped,
 //!   jittered).
@@ -41,6 +42,7 @@ pub mod options;
 pub mod recipes;
 mod session;
 pub mod state;
+pub mod tls;
 pub mod transaction;
 pub mod watch;
 
@@ -53,5 +55,6 @@ pub use paddock_wire::{
     OpResult, Stat, WatcherType,
 };
 pub use state::SessionState;
+pub use tls::TlsOptions;
 pub use transaction::{ReadOp, Transaction};
 pub use watch::{PersistentWatch, WatchFuture, WatchedEvent};

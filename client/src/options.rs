@@ -1,9 +1,11 @@
-//! How to connect: session timeout, credentials, read-only mode.
+//! How to connect: session timeout, credentials, read-only mode, TLS.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use paddock_wire::{Acl, CreateMode, DEFAULT_MAX_FRAME};
+
+use crate::tls::TlsOptions;
 
 /// Options for [`Client::connect`](crate::Client::connect).
 ///
@@ -40,8 +42,12 @@ pub struct ConnectOptions {
     /// of the connect string refuses the connection, instead of retrying until the
     /// connect timeout: for tools a person is waiting on, where a refused port is
     /// almost always a wrong address or a server that is not running. (A library
-    /// client usually wants to ride out servers that are restarting.)
+    /// client usually wants to ride out servers that are restarting.) A TLS handshake
+    /// the server refused (no certificate, an untrusted one) or whose certificate the
+    /// client does not trust counts as refused too.
     pub fail_fast_when_refused: bool,
+    /// Connect with TLS (to ZooKeeper's `secureClientPort`); `None` for plain TCP.
+    pub tls: Option<TlsOptions>,
 }
 
 impl Default for ConnectOptions {
@@ -54,6 +60,7 @@ impl Default for ConnectOptions {
             session: None,
             max_frame: DEFAULT_MAX_FRAME,
             fail_fast_when_refused: false,
+            tls: None,
         }
     }
 }

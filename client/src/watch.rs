@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+use std::time::Instant;
 
 use futures::Stream;
 use paddock_wire::{AddWatchMode, EventType, KeeperState};
@@ -29,6 +30,10 @@ pub struct WatchedEvent {
     /// The zxid the server stamped on the notification; -1 when the server sends none
     /// (ZooKeeper before 3.9) and for events made by the client itself (watch removal).
     pub zxid: i64,
+    /// When the session task read the notification off the socket (or made the event
+    /// itself), so that latency can be measured to the event's arrival rather than to
+    /// whenever the application got round to awaiting it.
+    pub received_at: Instant,
 }
 
 pub(crate) type OneShotSender = oneshot::Sender<Result<WatchedEvent, Error>>;

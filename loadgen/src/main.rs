@@ -1,9 +1,39 @@
-//! `paddock-loadgen`: see `paddock_loadgen` and `--help`.
+//! `paddock-loadgen`: see `paddock_loadgen` and `--help`; `paddock-loadgen merge
+//! LOG...` combines several processes' `--hist-log`s into one report.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use paddock_loadgen::{plot, report, run, Plan};
+use paddock_loadgen::run::Outcome;
+use paddock_loadgen::{merge, plot, report, run, Plan};
+
+/// `paddock-loadgen merge`: one report from several processes' interval logs.
+#[derive(Debug, Parser)]
+#[command(
+    name = "paddock-loadgen merge",
+    bin_name = "paddock-loadgen merge",
+    about = "Combines the --hist-log files of several paddock-loadgen processes (one \
+             load, run from several machines) into one report: summed throughput, \
+             exact percentiles of the combined samples, the same tables and plot"
+)]
+struct MergeArgs {
+    /// The interval logs (--hist-log) of the processes.
+    #[arg(required = true)]
+    logs: Vec<PathBuf>,
+    /// Print the per-interval rows too, as a single run does live.
+    #[arg(long)]
+    rows: bool,
+    /// Print one machine-readable summary line (JSON) instead of the text summary.
+    #[arg(long)]
+    json: bool,
+    /// Write the merged per-interval series to this CSV file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Draw the merged TPS and latency over time into this SVG file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -14,7 +44,18 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
-    let plan = Plan::parse();
+    let mut args = std::env::args_os();
+    let program = args.next().unwrap_or_default();
+    let rest: Vec<_> = args.collect();
+    if rest.first().is_some_and(|a| a == "merge") {
+        let merge_args =
+            MergeArgs::parse_from(std::iter::once(program).chain(rest.into_iter().skip(1)));
+        return merge_command(merge_args);
+    }
+    run_command(Plan::parse_from(std::iter::once(program).chain(rest)))
+}
+
+fn run_command(plan: Plan) -> ExitCode {
     if let Err(message) = raise_fd_limit(plan.total_connections()) {
         eprintln!("paddock-loadgen: {message}");
         return ExitCode::from(2);
@@ -29,7 +70,6 @@ fn main() -> ExitCode {
     let json = plan.json;
     let csv = plan.csv.clone();
     let svg = plan.plot.clone();
-    let title = format!("{} {}B x{}", plan.scenario, plan.data_size, plan.conns);
     // The header comes with the first row, once connected: a run that cannot connect
     // prints only its error.
     let mut header_printed = false;
@@ -48,20 +88,42 @@ fn main() -> ExitCode {
             }
         },
     ));
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
+    match outcome {
+        Ok(outcome) => finish(&outcome, json, csv, svg),
         Err(e) => {
             eprintln!("paddock-loadgen: {e:#}");
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn merge_command(args: MergeArgs) -> ExitCode {
+    let outcome = match merge::merge_files(&args.logs) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("paddock-loadgen merge: {e}");
+            return ExitCode::from(2);
         }
     };
+    if args.rows && !args.json {
+        println!("{}", report::HEADER);
+        for row in &outcome.rows {
+            println!("{}", row.line());
+        }
+    }
+    finish(&outcome, args.json, args.csv, args.plot)
+}
+
+/// The summary, the CSV and the plot; exit status 1 if anything failed in the run.
+fn finish(outcome: &Outcome, json: bool, csv: Option<PathBuf>, svg: Option<PathBuf>) -> ExitCode {
+    let summary = &outcome.summary;
     if json {
-        match serde_json::to_string(&outcome.summary) {
+        match serde_json::to_string(summary) {
             Ok(line) => println!("{line}"),
             Err(e) => eprintln!("paddock-loadgen: {e}"),
         }
     } else {
-        print!("{}", outcome.summary.text());
+        print!("{}", summary.text());
     }
     if let Some(path) = csv {
         if let Err(e) = report::write_csv(&path, &outcome.rows) {
@@ -70,12 +132,22 @@ fn main() -> ExitCode {
         }
     }
     if let Some(path) = svg {
-        if let Err(e) = plot::write_svg(&path, &title, &outcome.rows) {
+        let title = format!(
+            "{} {}B x{}",
+            summary.scenario, summary.data_size, summary.conns
+        );
+        if let Err(e) = plot::write_svg(
+            &path,
+            &title,
+            summary.scenario,
+            &outcome.rows,
+            &outcome.totals,
+        ) {
             eprintln!("paddock-loadgen: cannot draw {}: {e:#}", path.display());
             return ExitCode::FAILURE;
         }
     }
-    if outcome.summary.fail_total > 0 {
+    if summary.fail_total > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

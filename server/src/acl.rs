@@ -7,11 +7,12 @@
 //!   duplicates dropped, `auth` replaced by the caller's authenticated ids, every id
 //!   well formed, or `InvalidAcl`.
 //! - The two auth providers ZooKeeper registers by default: `ip` (addresses and CIDR
-//!   ranges, IPv4 and IPv6) and `digest` (`user:base64(sha1(user:password))`).
+//!   ranges, IPv4 and IPv6) and `digest` (`user:base64(sha1(user:password))`); and
+//!   `x509`, a TLS client certificate's subject (`crate::tls`).
 //!
 //! Caller identities are `paddock_wire::Id`s: `ip:<address>` for every connection,
-//! `digest:<user:hash>` after `addauth digest user:password`, and `super:` for the
-//! super user. Permission bits are `paddock_wire::perms`.
+//! `digest:<user:hash>` after `addauth digest user:password`, `x509:<subject>` for a
+//! verified client certificate, and `super:` for the super user. Permission bits are `paddock_wire::perms`.
 
 use base64::Engine as _;
 use paddock_wire::{Acl, ErrorCode, Id};
@@ -52,7 +53,10 @@ fn grants(acl_id: &Id, caller: &[Id]) -> bool {
         "ip" => caller
             .iter()
             .any(|id| id.scheme == "ip" && ip_matches(&id.id, &acl_id.id)),
-        // No provider (`auth` never survives fixup; sasl/x509 are not enabled).
+        "x509" => caller
+            .iter()
+            .any(|id| id.scheme == "x509" && id.id == acl_id.id),
+        // No provider (`auth` never survives fixup; sasl is not enabled).
         _ => false,
     }
 }
@@ -104,7 +108,7 @@ pub fn fixup(acl: &[Acl], caller: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
 /// Schemes whose identities prove who the caller is (`AuthenticationProvider
 /// .isAuthenticated`): the ones an `auth` ACL entry expands to.
 fn is_authenticated_scheme(scheme: &str) -> bool {
-    scheme == "digest"
+    scheme == "digest" || scheme == "x509"
 }
 
 /// Whether an id may be stored in an ACL (`ServerAuthenticationProvider.isValid`).
@@ -113,6 +117,10 @@ pub fn is_valid_id(id: &Id) -> bool {
         "world" => id.id == "anyone",
         "digest" => is_valid_digest_id(&id.id),
         "ip" => is_valid_ip_expr(&id.id),
+        // A certificate subject. ZooKeeper accepts these only once TLS registered its
+        // x509 provider; Paddock checks ACLs as each replica applies a txn, from the
+        // txn alone, so the scheme is always known.
+        "x509" => crate::tls::is_distinguished_name(&id.id),
         _ => false,
     }
 }

@@ -21,8 +21,7 @@ use paddock_wire::{
     perms, Acl, ConnectRequest, ConnectResponse, ErrorCode, FrameCodec, OpCode, ReplyHeader,
     Request, RequestHeader, Response, Xid,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio_util::codec::Decoder;
@@ -85,26 +84,51 @@ pub enum ConnError {
     Stalled(Duration),
 }
 
-pub async fn serve(stream: TcpStream, peer: SocketAddr, server: Arc<Server>) {
+/// A client connection's two directions: a TCP socket's, or a TLS session's over one.
+pub struct ClientStream {
+    reader: Box<dyn AsyncRead + Send + Sync + Unpin>,
+    writer: Box<dyn AsyncWrite + Send + Sync + Unpin>,
+}
+
+impl ClientStream {
+    pub fn plain(stream: TcpStream) -> Self {
+        let (reader, writer) = stream.into_split();
+        ClientStream {
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+        }
+    }
+
+    pub fn tls(stream: tokio_rustls::server::TlsStream<TcpStream>) -> Self {
+        let (reader, writer) = tokio::io::split(stream);
+        ClientStream {
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+        }
+    }
+}
+
+/// Serves one client connection; `caller` holds what the connection proves of its
+/// client (its address, and a TLS client certificate's subject).
+pub async fn serve(stream: ClientStream, peer: SocketAddr, caller: Caller, server: Arc<Server>) {
     let conn_id = server.conns.next_id();
     let stats = server
         .metrics
         .connections
         .open(conn_id, peer, server.started);
-    let (rx_half, tx_half) = stream.into_split();
     let mut conn = Conn {
         id: conn_id,
         peer,
         server: server.clone(),
-        reader: rx_half,
-        writer: tx_half,
+        reader: stream.reader,
+        writer: stream.writer,
         inbuf: BytesMut::with_capacity(4096),
         out: BytesMut::with_capacity(4096),
         codec: FrameCodec::new(server.settings.max_frame),
         session_id: 0,
         heard: Arc::new(AtomicInstant::default()),
         next_write_seq: 1,
-        caller: Caller::for_peer(peer),
+        caller,
         queue: VecDeque::new(),
         closing: None,
         stall_limit: server.settings.min_session_timeout,
@@ -129,8 +153,8 @@ struct Conn {
     id: ConnId,
     peer: SocketAddr,
     server: Arc<Server>,
-    reader: OwnedReadHalf,
-    writer: OwnedWriteHalf,
+    reader: Box<dyn AsyncRead + Send + Sync + Unpin>,
+    writer: Box<dyn AsyncWrite + Send + Sync + Unpin>,
     inbuf: BytesMut,
     /// Replies and notifications not yet written: flushed once per turn of the loop,
     /// so a burst of replies costs one write.
@@ -687,6 +711,14 @@ impl Conn {
                 () = tokio::time::sleep(self.stall_limit) => {
                     return Err(ConnError::Stalled(self.stall_limit))
                 }
+            }
+        }
+        // A TLS session may hold encrypted bytes the socket did not take yet; a plain
+        // socket holds none.
+        tokio::select! {
+            flushed = self.writer.flush() => flushed?,
+            () = tokio::time::sleep(self.stall_limit) => {
+                return Err(ConnError::Stalled(self.stall_limit))
             }
         }
         if self.out.capacity() > RETAINED_OUTPUT_CAPACITY {

@@ -20,6 +20,7 @@ use crate::consensus::{
 };
 use crate::health::Health;
 use crate::image::Image;
+use crate::listener::{ClientTls, Security};
 use crate::liveness::{self, Liveness, LivenessEvent, LivenessTask};
 use crate::metrics::Metrics;
 use crate::replicated::Replicated;
@@ -37,6 +38,7 @@ pub fn settings(config: &Config) -> Settings {
         server_id: config.server_id,
         standalone: config.is_standalone(),
         client_addr: config.client_addr,
+        secure_client_addr: config.secure_client_addr,
         tick: config.tick_time,
         min_session_timeout: config.min_session_timeout,
         max_session_timeout: config.max_session_timeout,
@@ -69,10 +71,11 @@ pub struct Daemon {
 impl Daemon {
     pub async fn start(config: &Config) -> anyhow::Result<Daemon> {
         let settings = settings(config);
-        let listener = TcpListener::bind(settings.client_addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.client_addr))?;
-        let local_addr = listener.local_addr()?;
+        let listeners = client_listeners(config).await?;
+        let local_addr = listeners
+            .first()
+            .map(|(listener, _)| listener.local_addr())
+            .ok_or_else(|| anyhow::anyhow!("no client port"))??;
         let admin = crate::admin::Listeners::bind(&config.admin).await?;
         let (proposer, proposals) = consensus::channel();
         let (liveness, liveness_events) = liveness::channel();
@@ -198,18 +201,32 @@ impl Daemon {
             shutdown: shutdown.clone(),
             started: Instant::now(),
         });
-        // Before the client listener, so that a server answering clients has said all
+        let mut serving = Vec::new();
+        // Before the client listeners, so that a server answering clients has said all
         // it says at start-up.
         let mut tasks = admin.serve(server.clone());
+        for (listener, security) in listeners {
+            let addr = listener.local_addr()?;
+            serving.push(match &security {
+                Security::Plain => format!("{addr}"),
+                Security::Tls(_) => format!("{addr} (TLS)"),
+                Security::Unified(_) => format!("{addr} (plain and TLS)"),
+            });
+            tasks.push(tokio::spawn(crate::listener::run(
+                listener,
+                server.clone(),
+                security,
+            )));
+        }
         tasks.extend([
-            tokio::spawn(crate::listener::run(listener, server.clone())),
             tokio::spawn(liveness::run(liveness_task, liveness_events)),
             tokio::spawn(housekeeping.run()),
             tokio::spawn(autopurge(shutdown, storage, config.autopurge)),
         ]);
         tracing::info!(
-            "paddock {} serving clients on {local_addr}",
-            env!("CARGO_PKG_VERSION")
+            "paddock {} serving clients on {}",
+            env!("CARGO_PKG_VERSION"),
+            serving.join(", ")
         );
         Ok(Daemon {
             server,
@@ -229,6 +246,38 @@ impl Daemon {
             .await
             .ok();
     }
+}
+
+/// The client ports, bound, each with how its connections are secured. TLS files are
+/// read here, so a missing or bad one stops the server at start-up.
+async fn client_listeners(config: &Config) -> anyhow::Result<Vec<(TcpListener, Security)>> {
+    let tls = match &config.client_tls {
+        None => None,
+        Some(tls) => Some(ClientTls {
+            acceptor: crate::tls::client_acceptor(tls)
+                .map_err(|e| anyhow::anyhow!("client TLS: {e}"))?,
+            super_user: tls.super_user.as_deref().map(Arc::from),
+        }),
+    };
+    let plain = config.client_addr.map(|addr| {
+        let security = match (&tls, config.port_unification) {
+            (Some(tls), true) => Security::Unified(tls.clone()),
+            _ => Security::Plain,
+        };
+        (addr, security)
+    });
+    let secure = config
+        .secure_client_addr
+        .zip(tls.clone())
+        .map(|(addr, tls)| (addr, Security::Tls(tls)));
+    let mut listeners = Vec::new();
+    for (addr, security) in plain.into_iter().chain(secure) {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        listeners.push((listener, security));
+    }
+    Ok(listeners)
 }
 
 /// How far a server has replayed its own log (readable after shutdown too).
@@ -387,9 +436,21 @@ async fn start_transport(
     let liveness = liveness.clone();
     let snapshots = SnapshotDir::open(&config.data_dir)
         .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", config.data_dir.display()))?;
+    let tls = match &config.quorum_tls {
+        None => None,
+        Some(tls) => {
+            let hosts = ensemble
+                .servers
+                .values()
+                .map(|server| (server.id, server.host.clone()))
+                .collect();
+            Some(crate::tls::peer_tls(tls, &hosts).map_err(|e| anyhow::anyhow!("peer TLS: {e}"))?)
+        }
+    };
     let me = Identity {
         id: config.server_id,
         has_state,
+        tls,
     };
     let transport = Transport::start(
         me,

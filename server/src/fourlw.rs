@@ -104,11 +104,12 @@ fn conf(server: &Server) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
-        "clientPort={}\nsecureClientPort=-1\ndataDir={}\ndataDirSize={}\n\
+        "clientPort={}\nsecureClientPort={}\ndataDir={}\ndataDirSize={}\n\
          dataLogDir={}\ndataLogSize={}\ntickTime={}\nmaxClientCnxns={}\n\
          minSessionTimeout={}\nmaxSessionTimeout={}\nclientPortListenBacklog=-1\n\
          serverId={}\n",
         c.client_port,
+        c.secure_client_port,
         c.data_dir,
         c.data_dir_size,
         c.data_log_dir,

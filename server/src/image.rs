@@ -12,15 +12,14 @@
 //! Integrity is the snapshot file's business (it carries a checksum over all of this).
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use paddock_wire::jute::{write_i32, write_i64, Reader, Record};
-use paddock_wire::{Acl, Data, DecodeError};
+use paddock_wire::{Data, DecodeError};
 
 use crate::replicated::Db;
 use crate::session::{Session, SessionTable};
-use crate::tree::{DataTree, Node, RestoreError, StatPersisted};
+use crate::tree::{DataTree, Node, RecentAcls, RestoreError, StatPersisted};
 
 const MAGIC: &[u8; 4] = b"PDKI";
 const VERSION: i32 = 2;
@@ -120,10 +119,14 @@ impl Image {
         }
         let node_count = r.read_i64()?;
         let mut nodes = Vec::new();
+        let mut acls = RecentAcls::default();
         for _ in 0..node_count.max(0) {
-            let path = r.read_ustring()?;
+            // The path and the data are slices of `bytes` until the node is made, after
+            // the ACL has been decoded and dropped for a shared one: the node's own
+            // allocations then reuse that memory instead of leaving a hole per node.
+            let path = r.read_buffer()?;
             let data = Data::decode(&mut r)?;
-            let acl: Vec<Acl> = Record::decode(&mut r)?;
+            let acl = acls.share(Record::decode(&mut r)?);
             let stat = StatPersisted {
                 czxid: r.read_i64()?,
                 mzxid: r.read_i64()?,
@@ -135,8 +138,8 @@ impl Image {
                 ephemeral_owner: r.read_i64()?,
                 pzxid: r.read_i64()?,
             };
-            let acl: Arc<[Acl]> = acl.into();
-            nodes.push((path, Node::new(data, acl, stat)));
+            let path = std::str::from_utf8(&path).map_err(|_| DecodeError::InvalidUtf8)?;
+            nodes.push((path.to_owned(), Node::new(data, acl, stat)));
         }
         r.finish()?;
         Ok(Image {
@@ -151,7 +154,7 @@ impl Image {
 mod tests {
     use super::*;
     use crate::tree::TxnContext;
-    use paddock_wire::{CreateMode, Id};
+    use paddock_wire::{Acl, CreateMode, Id};
 
     #[test]
     fn images_round_trip() {

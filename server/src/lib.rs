@@ -26,6 +26,8 @@
 //! - `session`: the session table, the expiry clock, the caller's identities.
 //! - `store`: the durable raft log (`dataLogDir`), snapshots and raft's hard state
 //!   (`dataDir`); `image` is what a snapshot holds of the state machine.
+//! - `tls`: TLS on the client port and peer links, from PEM files; the `x509` identity
+//!   of a client certificate.
 //! - `metrics`: counters for `srvr` / `mntr` and the distributions `/metrics` exports;
 //!   `report`: what `srvr`, `mntr`, `cons`, ... report, rendered as text by `fourlw`
 //!   and as JSON by `admin`, the HTTP listener (`/commands`, `/metrics`, health);
@@ -62,6 +64,7 @@ pub(crate) mod session;
 mod sim;
 pub(crate) mod state_machine;
 pub(crate) mod store;
+pub(crate) mod tls;
 pub(crate) mod tree;
 pub(crate) mod txn;
 pub(crate) mod wait;

@@ -178,7 +178,10 @@ pub fn monitor(server: &Server) -> Vec<(&'static str, Value)> {
 /// `QuorumZooKeeperServer.dumpConf` after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conf {
-    pub client_port: u16,
+    /// -1 without a plain client port, as ZooKeeper reports it.
+    pub client_port: i32,
+    /// -1 without a TLS client port.
+    pub secure_client_port: i32,
     pub data_dir: String,
     pub data_dir_size: u64,
     pub data_log_dir: String,
@@ -207,7 +210,8 @@ pub fn conf(server: &Server) -> Conf {
     let s = &server.settings;
     let (data_dir_size, data_log_size) = dirs(server);
     Conf {
-        client_port: s.client_addr.port(),
+        client_port: s.client_addr.map_or(-1, |a| i32::from(a.port())),
+        secure_client_port: s.secure_client_addr.map_or(-1, |a| i32::from(a.port())),
         data_dir: s.data_dir.display().to_string(),
         data_dir_size,
         data_log_dir: s.data_log_dir.display().to_string(),

@@ -24,7 +24,10 @@ pub struct Settings {
     pub server_id: u64,
     /// No `server.N` lines: `srvr` reports `Mode: standalone`.
     pub standalone: bool,
-    pub client_addr: SocketAddr,
+    /// The plain client port's address, if there is one.
+    pub client_addr: Option<SocketAddr>,
+    /// The TLS client port's address (`secureClientPort`), if there is one.
+    pub secure_client_addr: Option<SocketAddr>,
     pub tick: Duration,
     pub min_session_timeout: Duration,
     pub max_session_timeout: Duration,

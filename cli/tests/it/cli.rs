@@ -308,3 +308,50 @@ async fn quotas_count_and_hard_limits_refuse_as_in_zookeeper() {
     })
     .await;
 }
+
+/// `--tls-ca`, `--tls-cert`: the shell over TLS to a secure client port (the same
+/// zoo.cfg lines on ZooKeeper and Paddock); an `auth` ACL becomes the certificate's
+/// x509 id, printed as zkCli prints it; without a certificate the server refuses it.
+#[tokio::test]
+async fn tls_flags_connect_to_a_secure_client_port() {
+    let certs = crate::certs::TestCerts::new();
+    let port = crate::support::free_port();
+    let _server = crate::support::ZkServer::start_with(&certs.secure_port_lines(port));
+    let addr = format!("127.0.0.1:{port}");
+    let ca = certs.path("ca.pem").display().to_string();
+    let client = certs.path("client.pem").display().to_string();
+    let run = |args: Vec<String>| {
+        let addr = addr.clone();
+        async move {
+            within(
+                LIMIT,
+                Command::new(CLI)
+                    .arg("-server")
+                    .arg(addr)
+                    .args(args)
+                    .stdin(Stdio::null())
+                    .output(),
+            )
+            .await
+            .expect("run paddock-cli")
+        }
+    };
+    let tls = |command: &str| {
+        ["--tls-ca", &ca, "--tls-cert", &client, "-c", command]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let out = run(tls("create /cli-tls hello auth::cdrwa")).await;
+    assert!(out.status.success(), "{out:?}");
+    let out = run(tls("getAcl /cli-tls")).await;
+    assert_eq!(stdout(&out), "'x509,'CN=client%2CO=Paddock\n: cdrwa\n");
+    let anonymous = ["--tls-ca", &ca, "-c", "get /cli-tls"]
+        .map(str::to_owned)
+        .to_vec();
+    let out = run(anonymous).await;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot connect"),
+        "{out:?}"
+    );
+}

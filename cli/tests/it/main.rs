@@ -2,6 +2,8 @@
 //! started here, or the server named by `PADDOCK_TEST_SERVER` (see `support`). The
 //! `paddock` test binary runs the same sessions against Paddock.
 
+#[path = "../../../client/tests/it/certs.rs"]
+mod certs;
 mod cli;
 // The client's server harness, shared rather than copied so that both crates test
 // against identically configured servers.

@@ -1,6 +1,8 @@
 //! `paddock-cli`'s integration tests (`tests/it`), run against Paddock instead of Apache
 //! ZooKeeper: the same test code and expectations, a different server.
 
+#[path = "../../../client/tests/it/certs.rs"]
+mod certs;
 #[path = "../it/cli.rs"]
 mod cli;
 #[path = "../../../client/tests/it/support.rs"]

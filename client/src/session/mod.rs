@@ -38,6 +38,7 @@ use crate::connect_string::Chroot;
 use crate::error::Error;
 use crate::options::{ConnectOptions, SessionCredentials};
 use crate::state::SessionState;
+use crate::tls::TlsOptions;
 use crate::watch::{OneShotSender, StreamSender};
 use conn::{handshake, Conn, HostList};
 pub(crate) use watches::OneShotKind;
@@ -179,6 +180,8 @@ pub(crate) struct Session {
     requested_timeout: Duration,
     read_only: bool,
     max_frame: usize,
+    /// TLS for every connection, when the servers' port is a secure one.
+    tls: Option<TlsOptions>,
     session_id: i64,
     password: Bytes,
     /// The negotiated session timeout.
@@ -238,6 +241,7 @@ impl Session {
             requested_timeout: options.session_timeout,
             read_only: options.read_only,
             max_frame: options.max_frame,
+            tls: options.tls.clone(),
             session_id: credentials.session_id,
             password: credentials.password,
             timeout: options.session_timeout,
@@ -368,6 +372,7 @@ impl Session {
             self.auth_data.push((scheme.clone(), auth));
         }
         conn.writer.write_all(&out).await?;
+        conn.writer.flush().await?;
         for _ in auth {
             let frame = match timeout_at(deadline, conn.frames.next()).await {
                 Ok(Some(Ok(frame))) => frame,
@@ -400,6 +405,7 @@ impl Session {
         let read_timeout = self.timeout * 2 / 3;
         let mut last_send = Instant::now();
         let mut last_recv = Instant::now();
+        let mut unflushed = false;
         loop {
             let take_commands = out.len() < WRITE_BATCH_LIMIT && self.closing.is_none();
             tokio::select! {
@@ -428,12 +434,15 @@ impl Session {
                         return self.connection_lost();
                     }
                 },
-                written = writer.write(&out), if !out.is_empty() => match written {
-                    Ok(n) if n > 0 => {
+                // A TLS session may hold back what was written until it is flushed.
+                sent = send(&mut writer, &out), if !out.is_empty() || unflushed => match sent {
+                    Ok(Sent::Wrote(n)) if n > 0 => {
                         out.advance(n);
                         last_send = Instant::now();
+                        unflushed = true;
                     }
-                    Ok(_) => return self.connection_lost(),
+                    Ok(Sent::Flushed) => unflushed = false,
+                    Ok(Sent::Wrote(_)) => return self.connection_lost(),
                     Err(err) => {
                         tracing::debug!(%addr, %err, "write failed");
                         return self.connection_lost();
@@ -787,9 +796,10 @@ impl Session {
             }
             let host = self.hosts.next_host().to_owned();
             let request = self.connect_request();
+            let tls = self.tls.clone();
             let attempt = timeout_at(
                 self.attempt_deadline(deadline),
-                handshake(&host, &request, self.max_frame),
+                handshake(&host, &request, self.max_frame, tls.as_ref()),
             );
             match self
                 .while_disconnected(attempt)
@@ -806,8 +816,11 @@ impl Session {
                 Ok(Err(err)) => {
                     tracing::debug!(%host, %err, "connection attempt failed");
                     refused = match (refused, &err) {
+                        // tokio-rustls reports a failed handshake as InvalidData.
                         (Some(mut tried), Error::Io(io))
-                            if io.kind() == std::io::ErrorKind::ConnectionRefused =>
+                            if io.kind() == std::io::ErrorKind::ConnectionRefused
+                                || (self.tls.is_some()
+                                    && io.kind() == std::io::ErrorKind::InvalidData) =>
                         {
                             tried.push(format!("{host} ({io})"));
                             Some(tried)
@@ -962,6 +975,21 @@ impl Session {
             auth: auth.clone(),
         });
         self.try_encode(out, Xid::Auth.as_i32(), &packet)
+    }
+}
+
+/// What one turn of the writing branch did.
+enum Sent {
+    Wrote(usize),
+    Flushed,
+}
+
+/// Writes what is pending, or flushes once nothing is.
+async fn send(writer: &mut conn::WriteHalf, out: &[u8]) -> std::io::Result<Sent> {
+    if out.is_empty() {
+        writer.flush().await.map(|()| Sent::Flushed)
+    } else {
+        writer.write(out).await.map(Sent::Wrote)
     }
 }
 

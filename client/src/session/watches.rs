@@ -5,6 +5,7 @@
 //! Dispatch follows ZooKeeper's `ZKWatchManager.materialize`.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use paddock_wire::{AddWatchMode, EventType, KeeperState, SetWatches2, WatcherEvent, WatcherType};
 
@@ -95,6 +96,7 @@ impl WatchTable {
             state: event.state,
             path: chroot.strip(path),
             zxid,
+            received_at: Instant::now(),
         };
         let mut fired = Vec::new();
         match event.event_type {
@@ -143,6 +145,7 @@ impl WatchTable {
             state: KeeperState::SyncConnected,
             path: chroot.strip(path),
             zxid: -1,
+            received_at: Instant::now(),
         };
         let any = watcher_type == WatcherType::Any;
         if any || watcher_type == WatcherType::Data {
@@ -336,10 +339,14 @@ mod tests {
         table.add_one_shot(OneShotKind::Data, "/app/n".into(), data_tx);
         table.add_one_shot(OneShotKind::Child, "/app/n".into(), child_tx);
 
+        let before = Instant::now();
         table.dispatch(&event(EventType::NodeDataChanged, "/app/n"), 7, &chroot);
+        let after = Instant::now();
         let fired = data_rx.try_recv().unwrap().unwrap();
         assert_eq!(fired.path, "/n");
         assert_eq!(fired.zxid, 7);
+        // Stamped as dispatched, not when the receiver is read.
+        assert!(before <= fired.received_at && fired.received_at <= after);
         assert!(child_rx.try_recv().is_err());
 
         table.dispatch(&event(EventType::NodeDeleted, "/app/n"), -1, &chroot);

@@ -16,6 +16,8 @@ use paddock_client::{Client, ConnectOptions, CreateMode, Error, SessionState};
 /// Debian's layout, as zkEnv.sh builds it: the conf dir (log4j.properties) and the
 /// server jar, whose manifest names the jars it needs.
 const ZK_CLASSPATH: &str = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar";
+const ZK_TLS_CLASSPATH: &str = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:\
+                                /usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar";
 const ZK_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 /// ZooKeeper's tick; sessions may last 2 to 60 ticks (1 s to 30 s).
 const TICK_MS: u64 = 500;
@@ -76,8 +78,28 @@ impl ZkServer {
         server
     }
 
+    /// A standalone server with `extra` zoo.cfg lines (ZooKeeper gets netty's codec
+    /// and resolver jars too, which its TLS code needs and Debian's zookeeper.jar
+    /// leaves out of its class path).
+    pub fn start_with(extra: &str) -> ZkServer {
+        let dir = temp_dir();
+        let port = free_port();
+        std::fs::write(
+            dir.join("zoo.cfg"),
+            format!("{}{extra}\n", common_config(&dir, port)),
+        )
+        .expect("write zoo.cfg");
+        let server = ZkServer::launch_with(&dir, port, ZK_TLS_CLASSPATH);
+        server.wait_until_serving(Duration::from_secs(60));
+        server
+    }
+
     /// Runs the test binary's server (`crate::TARGET`) on `dir/zoo.cfg`.
     fn launch(dir: &std::path::Path, port: u16) -> ZkServer {
+        ZkServer::launch_with(dir, port, ZK_CLASSPATH)
+    }
+
+    fn launch_with(dir: &std::path::Path, port: u16, zk_classpath: &str) -> ZkServer {
         // The wrapper starts the server, and kills it (and removes the dataDir) when its
         // stdin closes: on drop, or when the test process exits however it exits.
         let script = r#"dir="$1"; shift
@@ -92,7 +114,7 @@ rm -rf "$dir""#;
         match crate::TARGET {
             Target::ZooKeeper => {
                 let classpath = std::env::var("PADDOCK_ZK_CLASSPATH")
-                    .unwrap_or_else(|_| ZK_CLASSPATH.to_owned());
+                    .unwrap_or_else(|_| zk_classpath.to_owned());
                 require_zookeeper(&classpath);
                 command
                     .arg("java")
@@ -247,7 +269,7 @@ fn paddock_binary() -> PathBuf {
         .clone()
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     free_ports(1)[0]
 }
 

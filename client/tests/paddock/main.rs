@@ -1,6 +1,8 @@
 //! The client's integration tests (`tests/it`), run against Paddock instead of Apache
 //! ZooKeeper: the same test code and expectations, a different server.
 
+#[path = "../it/certs.rs"]
+mod certs;
 #[path = "../it/chroot.rs"]
 mod chroot;
 #[path = "../it/crud.rs"]
@@ -23,6 +25,8 @@ mod recipes;
 mod session;
 #[path = "../it/support.rs"]
 mod support;
+#[path = "../it/tls.rs"]
+mod tls;
 #[path = "../it/watches.rs"]
 mod watches;
 

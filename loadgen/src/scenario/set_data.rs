@@ -4,6 +4,7 @@
 use paddock_client::Client;
 
 use super::{ensure, timed, Ctx};
+use crate::stats::Op;
 
 pub async fn worker(ctx: Ctx, client: Client, conn: usize) {
     let data = ctx.data();
@@ -12,17 +13,24 @@ pub async fn worker(ctx: Ctx, client: Client, conn: usize) {
         let path = ctx.path(&format!("s{conn}-{j}"));
         if let Err(e) = ensure(&client, &path, &data).await {
             tracing::warn!("cannot create {path}: {e}");
-            ctx.stats.requests.fail();
+            ctx.stats.fail(Op::SetData);
             continue;
         }
         paths.push(path);
     }
-    while !ctx.stop.is_cancelled() && !paths.is_empty() {
+    let mut pacer = ctx.pacer(conn);
+    while !paths.is_empty() {
         for path in &paths {
-            if ctx.stop.is_cancelled() {
+            let Some(at) = pacer.next_or_stop(&ctx.stop).await else {
                 return;
-            }
-            timed(&ctx.stats.requests, client.set_data(path, &data, None)).await;
+            };
+            timed(
+                &ctx.stats,
+                Op::SetData,
+                at,
+                client.set_data(path, &data, None),
+            )
+            .await;
         }
     }
 }

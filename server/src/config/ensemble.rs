@@ -7,9 +7,9 @@ use super::*;
 pub(super) fn own_client_addr(
     me: &ServerSpec,
     configured: Option<SocketAddr>,
-) -> Result<SocketAddr, ConfigError> {
+) -> Result<Option<SocketAddr>, ConfigError> {
     let Some(listed) = &me.client else {
-        return configured.ok_or(ConfigError::Missing { key: "clientPort" });
+        return Ok(configured);
     };
     let listed = resolve("server.N", &listed.host, listed.port)?;
     if let Some(configured) = configured {
@@ -26,7 +26,7 @@ pub(super) fn own_client_addr(
             });
         }
     }
-    Ok(listed)
+    Ok(Some(listed))
 }
 
 pub(super) fn read_server_id(

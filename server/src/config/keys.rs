@@ -34,6 +34,7 @@ pub(super) struct Draft {
     quorum_listen_on_all_ips: Option<bool>,
     servers: BTreeMap<u64, ServerSpec>,
     admin: admin::AdminDraft,
+    tls: TlsDraft,
     pub(super) warnings: Vec<ConfigWarning>,
 }
 
@@ -156,6 +157,9 @@ impl Draft {
 
     /// Server lines, ZooKeeper's keys Paddock has no use for, and unknown keys.
     fn apply_other(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if self.tls.apply(key, value, &mut self.warnings)? {
+            return Ok(());
+        }
         if self.admin.apply(key, value, &mut self.warnings)? {
             return Ok(());
         }
@@ -229,15 +233,18 @@ impl Draft {
             None => None,
         };
         let extended_types_enabled = self.extended_types_enabled.unwrap_or(false);
+        let tls = std::mem::take(&mut self.tls).finish(
+            self.servers.is_empty(),
+            &self.base_dir,
+            &mut self.warnings,
+        )?;
         let admin = std::mem::take(&mut self.admin).finish(&mut self.warnings)?;
 
         let (server_id, ensemble, client_addr) = if self.servers.is_empty() {
             if let Some(configured) = self.peer_type {
                 self.check_peer_type(configured, PeerType::Participant);
             }
-            let client_addr =
-                configured_client_addr.ok_or(ConfigError::Missing { key: "clientPort" })?;
-            (1, None, client_addr)
+            (1, None, configured_client_addr)
         } else {
             let id = read_server_id(&data_dir, myid)?;
             let ensemble = self.ensemble()?;
@@ -255,11 +262,18 @@ impl Draft {
             (id, Some(ensemble), client_addr)
         };
 
+        if client_addr.is_none() && tls.secure_client_addr.is_none() {
+            return Err(ConfigError::NoClientPort);
+        }
         Ok(Config {
             tick_time: Duration::from_millis(tick_ms),
             data_dir,
             data_log_dir,
             client_addr,
+            secure_client_addr: tls.secure_client_addr,
+            port_unification: tls.port_unification,
+            client_tls: tls.client,
+            quorum_tls: tls.quorum,
             max_client_cnxns: NonZeroU32::new(self.max_client_cnxns.unwrap_or(60)),
             min_session_timeout: Duration::from_millis(min_session_timeout),
             max_session_timeout: Duration::from_millis(max_session_timeout),
@@ -352,14 +366,8 @@ impl Draft {
 
 /// The keys of ZooKeeper features Paddock lacks, where the operator expects an effect.
 pub(super) fn no_effect_reason(key: &str) -> Option<&'static str> {
-    const TLS: &str = "TLS is not supported";
     const SASL: &str = "SASL and Kerberos are not supported";
     Some(match key {
-        "secureClientPort"
-        | "secureClientPortAddress"
-        | "sslQuorum"
-        | "portUnification"
-        | "client.portUnification" => TLS,
         "sessionRequireClientSASLAuth" | "enforce.auth.enabled" | "enforce.auth.schemes" => SASL,
         "localSessionsEnabled" | "localSessionsUpgradingEnabled" => {
             "local sessions are not supported; every session is global"
@@ -385,8 +393,8 @@ pub(super) fn leaves_feature_off(value: &str) -> bool {
         .any(|off| value.eq_ignore_ascii_case(off))
 }
 
-/// ZooKeeper keys that tune the Java implementation (threads, caches, throttles,
-/// TLS key material, ...) and have no counterpart here.
+/// ZooKeeper keys that tune the Java implementation (threads, caches, throttles, ...)
+/// and have no counterpart here.
 /// Accepted in silence so a ZooKeeper `zoo.cfg` runs unchanged.
 pub(super) fn is_ignored(key: &str) -> bool {
     const KEYS: &[&str] = &[
@@ -394,7 +402,6 @@ pub(super) fn is_ignored(key: &str) -> bool {
         "bitHashCacheSize",
         "clientPortListenBacklog",
         "clientTcpKeepAlive",
-        "client.certReload",
         "cnxTimeout",
         "commitLogCount",
         "connectToLearnerMasterLimit",
@@ -435,7 +442,6 @@ pub(super) fn is_ignored(key: &str) -> bool {
         "requestThrottleStallTime",
         "serverCnxnFactory",
         "snapSizeLimitInKb",
-        "sslQuorumReloadCertFiles",
         "syncEnabled",
         "tcpKeepAlive",
         "throttledOpWaitTime",
@@ -444,7 +450,6 @@ pub(super) fn is_ignored(key: &str) -> bool {
         "watcherCleanIntervalInSeconds",
         "watcherCleanThreadsNum",
         "watcherCleanThreshold",
-        "X509AuthenticationProvider.superUser",
     ];
     const PREFIXES: &[&str] = &[
         "fastleader.",
@@ -456,7 +461,6 @@ pub(super) fn is_ignored(key: &str) -> bool {
         "netty.",
         "observer.",
         "snapshot.",
-        "ssl.",
         "znode.container.",
         "zookeeper.",
     ];

@@ -35,13 +35,17 @@ mod keys;
 mod properties;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod values;
 
 pub use self::admin::{AdminServer, HttpListen};
 use self::ensemble::*;
 use self::keys::*;
 use self::properties::*;
+use self::tls::*;
 use self::values::*;
+
+pub use self::tls::{ClientAuth, ClientTls, PemStores, QuorumTls};
 
 /// The server's configuration, valid by construction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,9 +58,19 @@ pub struct Config {
     /// Where the txn log lives (`dataLogDir`, default `dataDir`): a log on its own device
     /// keeps fsync latency clear of snapshot writes.
     pub data_log_dir: PathBuf,
-    /// Where client connections are accepted: `clientPortAddress:clientPort`, or the
-    /// client address on this server's own `server.N` line.
-    pub client_addr: SocketAddr,
+    /// Where plain client connections are accepted: `clientPortAddress:clientPort`, or
+    /// the client address on this server's own `server.N` line; `None` when clients
+    /// connect only over TLS.
+    pub client_addr: Option<SocketAddr>,
+    /// Where TLS client connections are accepted
+    /// (`secureClientPortAddress:secureClientPort`).
+    pub secure_client_addr: Option<SocketAddr>,
+    /// The plain client port also takes TLS connections (`portUnification`).
+    pub port_unification: bool,
+    /// Certificates for TLS clients; set when a port takes TLS connections.
+    pub client_tls: Option<ClientTls>,
+    /// Mutual TLS on peer links (`sslQuorum=true`).
+    pub quorum_tls: Option<QuorumTls>,
     /// How many connections one client IP may hold at once (`maxClientCnxns`), against
     /// file-descriptor exhaustion; `None` means no limit (ZooKeeper's 0).
     pub max_client_cnxns: Option<NonZeroU32>,
@@ -373,6 +387,20 @@ pub enum ConfigError {
     SessionTimeoutsInverted { min: Duration, max: Duration },
     #[error("clientPortAddress is set but clientPort is not set")]
     ClientPortAddressWithoutPort,
+    #[error("secureClientPortAddress is set but secureClientPort is not set")]
+    SecureClientPortAddressWithoutPort,
+    #[error("neither clientPort nor secureClientPort is set")]
+    NoClientPort,
+    #[error(
+        "{path} is not a PEM file ({}): Paddock reads PEM key and trust stores only; \
+         convert the store (openssl, keytool) and set {key}=PEM",
+        given.as_deref().map_or("its name does not end in .pem".to_owned(), |t| format!("type {t}"))
+    )]
+    NotPem {
+        key: String,
+        path: String,
+        given: Option<String>,
+    },
     #[error("cannot resolve {host:?} for {key}: {source}")]
     Unresolvable {
         key: &'static str,

@@ -89,7 +89,7 @@ fn debian_example_parses_without_warnings() {
     assert_eq!(config.role(), PeerType::Participant);
     assert_eq!(config.tick_time, Duration::from_secs(2));
     assert_eq!(config.data_dir, Path::new("/tmp/zookeeper"));
-    assert_eq!(config.client_addr, "0.0.0.0:2181".parse().unwrap());
+    assert_eq!(config.client_addr, Some("0.0.0.0:2181".parse().unwrap()));
 }
 
 #[test]
@@ -98,7 +98,7 @@ fn installed_debian_example_parses_when_present() {
     if path.exists() {
         let config = Config::load(path).unwrap();
         assert_eq!(config.warnings, []);
-        assert_eq!(config.client_addr.port(), 2181);
+        assert_eq!(config.client_addr.map(|a| a.port()), Some(2181));
     }
 }
 
@@ -178,7 +178,7 @@ commitBatchMaxEntries=64",
     .unwrap();
     assert_eq!(config.tick_time, Duration::from_millis(500));
     assert_eq!(config.data_log_dir, Path::new("/fast/log"));
-    assert_eq!(config.client_addr, "127.0.0.1:2181".parse().unwrap());
+    assert_eq!(config.client_addr, Some("127.0.0.1:2181".parse().unwrap()));
     assert_eq!(config.max_client_cnxns, None);
     assert_eq!(config.min_session_timeout, Duration::from_millis(1500));
     assert_eq!(config.max_session_timeout, Duration::from_secs(90));
@@ -301,7 +301,10 @@ fn tick_time_is_required_as_zookeeper_requires_it() {
 #[test]
 fn data_dir_and_client_port_are_required() {
     assert_eq!(error("clientPort=2181"), "dataDir is not set");
-    assert_eq!(error("dataDir=/d"), "clientPort is not set");
+    assert_eq!(
+        error("dataDir=/d"),
+        "neither clientPort nor secureClientPort is set"
+    );
     assert_eq!(
         error("dataDir=/d\nclientPortAddress=127.0.0.1"),
         "clientPortAddress is set but clientPort is not set"
@@ -414,7 +417,7 @@ maxResponseCacheSize=400",
 #[test]
 fn missing_features_and_unknown_keys_are_warnings() {
     let config = parse(&minimal(
-        "secureClientPort=2281
+        "sslQuorumReloadCertFiles=true
 reconfigEnabled=true
 quorum.auth.enableSasl=true
 authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
@@ -432,7 +435,7 @@ tickTme=100",
     assert_eq!(
         keys,
         [
-            "secureClientPort",
+            "sslQuorumReloadCertFiles",
             "reconfigEnabled",
             "quorum.auth.enableSasl",
             "authProvider.1",
@@ -445,7 +448,8 @@ tickTme=100",
     ));
     assert_eq!(
         config.warnings[0].to_string(),
-        "secureClientPort has no effect in Paddock: TLS is not supported"
+        "sslQuorumReloadCertFiles has no effect in Paddock: certificate files are read once, \
+         at start-up"
     );
 }
 
@@ -487,7 +491,7 @@ commitBatchMaxEntries=20
 ";
     let config = parse(text).unwrap();
     assert_eq!(config.data_dir, Path::new("/var/lib/zk"));
-    assert_eq!(config.client_addr.port(), 2181);
+    assert_eq!(config.client_addr.map(|a| a.port()), Some(2181));
     assert_eq!(config.tick_time, Duration::from_secs(1));
     assert_eq!(config.data_log_dir, Path::new("/var/lib/zk/log dir"));
     assert_eq!(
@@ -553,7 +557,7 @@ fn ensemble_with_myid() {
             client: None,
         })
     );
-    assert_eq!(config.client_addr, "0.0.0.0:2181".parse().unwrap());
+    assert_eq!(config.client_addr, Some("0.0.0.0:2181".parse().unwrap()));
     assert_eq!(config.warnings, []);
 }
 
@@ -571,7 +575,7 @@ server.4=10.0.0.4:2888:3888:observer;2181
 peerType=observer
 ";
     let config = parse_as(text, "2").unwrap();
-    assert_eq!(config.client_addr, "127.0.0.1:2182".parse().unwrap());
+    assert_eq!(config.client_addr, Some("127.0.0.1:2182".parse().unwrap()));
     let ensemble = config.ensemble.as_ref().unwrap();
     assert_eq!(ensemble.participants().count(), 3);
     assert_eq!(ensemble.observers().map(|s| s.id).collect::<Vec<_>>(), [4]);
@@ -611,7 +615,7 @@ fn client_port_must_agree_with_the_server_line() {
     ));
     assert!(matches!(
         parse_as(text, "2"),
-        Err(ConfigError::Missing { key: "clientPort" })
+        Err(ConfigError::NoClientPort)
     ));
 }
 
@@ -750,4 +754,104 @@ fn load_reads_the_file_and_myid_from_disk() {
     assert_eq!(config.server_id, 3);
     assert_eq!(config.data_dir, dir.join("data"));
     assert!(matches!(missing, Err(ConfigError::Read { .. })));
+}
+
+#[test]
+fn zookeepers_tls_lines_configure_the_secure_port_and_peer_links() {
+    let text = "tickTime=2000\ninitLimit=5\nsyncLimit=2\ndataDir=/var/lib/zk\n\
+                clientPort=2181\nsecureClientPort=2281\n\
+                serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+                ssl.keyStore.location=certs/server.pem\nssl.keyStore.type=PEM\n\
+                ssl.trustStore.location=/etc/zk/ca.pem\nssl.trustStore.type=PEM\n\
+                ssl.clientAuth=want\n\
+                X509AuthenticationProvider.superUser=CN=admin,O=Ops\n\
+                authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n\
+                sslQuorum=true\nssl.quorum.keyStore.location=/etc/zk/peer.pem\n\
+                ssl.quorum.trustStore.location=/etc/zk/ca.pem\n\
+                ssl.quorum.hostnameVerification=false\n\
+                server.1=h1:2888:3888\nserver.2=h2:2888:3888\nserver.3=h3:2888:3888\n";
+    let config = parse_as(text, "1").unwrap();
+    assert_eq!(config.warnings, []);
+    assert_eq!(
+        config.secure_client_addr,
+        Some("0.0.0.0:2281".parse().unwrap())
+    );
+    let client = config.client_tls.expect("client TLS");
+    assert_eq!(client.client_auth, ClientAuth::Want);
+    assert_eq!(client.super_user.as_deref(), Some("CN=admin,O=Ops"));
+    assert_eq!(
+        client.stores.key_store,
+        Path::new("/etc/paddock/certs/server.pem")
+    );
+    assert_eq!(
+        client.stores.trust_store.as_deref(),
+        Some(Path::new("/etc/zk/ca.pem"))
+    );
+    let quorum = config.quorum_tls.expect("quorum TLS");
+    assert!(!quorum.hostname_verification);
+    assert_eq!(quorum.stores.key_store, Path::new("/etc/zk/peer.pem"));
+}
+
+#[test]
+fn tls_defaults_follow_zookeeper() {
+    let config = parse(&minimal(
+        "secureClientPort=2281\nssl.keyStore.location=/k.pem\nssl.trustStore.location=/t.pem",
+    ))
+    .unwrap();
+    // ZooKeeper's X509Util.ClientAuth: an unset ssl.clientAuth means need.
+    assert_eq!(config.client_tls.unwrap().client_auth, ClientAuth::Need);
+    // A secure port alone is enough: clients need not have a plain one.
+    let secure_only = parse(
+        "tickTime=2000\ndataDir=/d\nsecureClientPort=2281\n\
+         ssl.keyStore.location=/k.pem\nssl.clientAuth=none",
+    )
+    .unwrap();
+    assert_eq!(secure_only.client_addr, None);
+    assert_eq!(secure_only.client_tls.unwrap().stores.trust_store, None);
+}
+
+#[test]
+fn tls_settings_that_would_weaken_security_are_refused() {
+    let secure = "secureClientPort=2281\nssl.keyStore.location=/k.pem\n\
+                  ssl.trustStore.location=/t.pem\n";
+    for (line, expected) in [
+        (
+            "ssl.keyStore.password=secret",
+            "encrypted private keys are not supported",
+        ),
+        ("ssl.crl=true", "revocation"),
+        ("ssl.context.supplier.class=a.B", "SSLContext supplier"),
+        ("ssl.keyStore.type=JKS", "PEM key and trust stores only"),
+        ("ssl.quorum.clientAuth=none", "both ends"),
+        ("ssl.clientAuth=maybe", "none, want or need"),
+    ] {
+        let message = error(&minimal(&format!("{secure}{line}")));
+        assert!(message.contains(expected), "{line}: {message}");
+    }
+    assert_eq!(
+        error(&minimal(
+            "secureClientPort=2281\nssl.keyStore.location=/keys/server.jks"
+        )),
+        "/keys/server.jks is not a PEM file (its name does not end in .pem): Paddock reads \
+         PEM key and trust stores only; convert the store (openssl, keytool) and set \
+         ssl.keyStore.type=PEM"
+    );
+    assert_eq!(
+        error(&minimal(
+            "secureClientPort=2281\nssl.keyStore.location=/k.pem"
+        )),
+        "ssl.trustStore.location is not set"
+    );
+    assert_eq!(
+        error(&minimal("secureClientPortAddress=127.0.0.1")),
+        "secureClientPortAddress is set but secureClientPort is not set"
+    );
+    let peers = "initLimit=5\nsyncLimit=2\nserver.1=h1:2888:3888\nserver.2=h2:2888:3888\n\
+                 server.3=h3:2888:3888\nsslQuorum=true\nssl.quorum.keyStore.location=/p.pem\n";
+    assert!(matches!(
+        parse_as(&minimal(peers), "1"),
+        Err(ConfigError::Missing {
+            key: "ssl.quorum.trustStore.location"
+        })
+    ));
 }

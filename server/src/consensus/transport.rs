@@ -27,6 +27,14 @@
 //! sender writes a keepalive every half tick, so a dead connection always has unacked
 //! data, and `TCP_USER_TIMEOUT` fails it after two tickTimes; connects and writes are
 //! bounded too, and a receiver drops a connection that has been silent for four.
+//!
+//! With `sslQuorum=true` every connection is TLS, mutually authenticated
+//! (`crate::tls::PeerTls`): the connecting end presents its certificate and checks the
+//! peer's against the quorum trust store (and its `server.N` host), and the accepting
+//! end refuses, and logs, a connection whose certificate the trust store does not
+//! vouch for, before reading a byte of it. A stranger on the network can then neither
+//! join the raft group nor forge messages or liveness reports. The frames inside are
+//! the same.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -38,12 +46,18 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use protobuf::Message as _;
 use raft::prelude::{Message, MessageType};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::snapshot::{snapshot_name, LoadedSnapshot, SnapshotDir};
+use crate::tls::PeerTls;
+
+/// A peer connection: TCP, or TLS over TCP.
+trait PeerIo: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> PeerIo for T {}
+type PeerStream = Box<dyn PeerIo>;
 
 /// Messages waiting for one peer before new ones are dropped.
 const PEER_QUEUE: usize = 4096;
@@ -169,6 +183,8 @@ pub struct Identity {
     /// raft state uses its peers' answers to tell a new ensemble from one it must
     /// rejoin carefully.
     pub has_state: Arc<AtomicBool>,
+    /// The certificates of TLS peer links (`sslQuorum=true`); `None`: plain TCP.
+    pub tls: Option<PeerTls>,
 }
 
 impl Transport {
@@ -187,6 +203,7 @@ impl Transport {
         let listener = TcpListener::bind(listen).await?;
         tokio::spawn(accept_loop(
             listener,
+            me.tls.clone(),
             deliver.clone(),
             timing,
             snapshots.clone(),
@@ -411,28 +428,43 @@ impl Link {
         });
     }
 
-    async fn write_bounded(&self, stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
-        tokio::time::timeout(self.timing.stall_limit, stream.write_all(bytes))
+    /// Writes `bytes` and flushes them (a TLS session may hold some back), within the
+    /// stall limit.
+    async fn write_bounded(&self, stream: &mut PeerStream, bytes: &[u8]) -> std::io::Result<()> {
+        let write = async {
+            stream.write_all(bytes).await?;
+            stream.flush().await
+        };
+        tokio::time::timeout(self.timing.stall_limit, write)
             .await
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "write stalled"))?
     }
 
-    async fn connect(&self) -> std::io::Result<TcpStream> {
+    async fn connect(&self) -> std::io::Result<PeerStream> {
+        let timed_out = |what| std::io::Error::new(std::io::ErrorKind::TimedOut, what);
         let stream = tokio::time::timeout(self.timing.stall_limit, TcpStream::connect(self.addr))
             .await
-            .map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
-            })??;
+            .map_err(|_| timed_out("connect timed out"))??;
         stream.set_nodelay(true)?;
         socket2::SockRef::from(&stream).set_tcp_user_timeout(Some(self.timing.unacked_limit))?;
-        Ok(stream)
+        let Some(tls) = &self.me.tls else {
+            return Ok(Box::new(stream));
+        };
+        let name = tls.names.get(&self.peer).cloned().ok_or_else(|| {
+            std::io::Error::other(format!("no TLS name for server.{}", self.peer))
+        })?;
+        let secured =
+            tokio::time::timeout(self.timing.stall_limit, tls.connector.connect(name, stream))
+                .await
+                .map_err(|_| timed_out("TLS handshake timed out"))??;
+        Ok(Box::new(secured))
     }
 
     /// Writes what is queued until the connection fails (an error) or the server
     /// shuts down (`Ok`).
     async fn pump(
         &self,
-        mut stream: TcpStream,
+        mut stream: PeerStream,
         rx: &mut mpsc::Receiver<Outgoing>,
         shutdown: &CancellationToken,
     ) -> std::io::Result<()> {
@@ -487,6 +519,7 @@ fn push(out: &mut BytesMut, message: Outgoing) {
 
 async fn accept_loop(
     listener: TcpListener,
+    tls: Option<PeerTls>,
     deliver: Deliver,
     timing: LinkTiming,
     snapshots: SnapshotDir,
@@ -502,7 +535,28 @@ async fn accept_loop(
                 let deliver = deliver.clone();
                 let shutdown = shutdown.clone();
                 let snapshots = snapshots.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
+                    let stream: PeerStream = match tls {
+                        None => Box::new(stream),
+                        Some(tls) => {
+                            let handshake = tokio::time::timeout(
+                                timing.stall_limit,
+                                tls.acceptor.accept(stream),
+                            );
+                            match handshake.await {
+                                Ok(Ok(stream)) => Box::new(stream),
+                                Ok(Err(e)) => {
+                                    tracing::warn!(%peer, "refused a peer connection: TLS handshake failed: {e}");
+                                    return;
+                                }
+                                Err(_) => {
+                                    tracing::warn!(%peer, "refused a peer connection: no TLS handshake within {:?}", timing.stall_limit);
+                                    return;
+                                }
+                            }
+                        }
+                    };
                     let receiver = Receiver {
                         deliver: &*deliver,
                         silence_limit: timing.silence_limit,
@@ -564,7 +618,7 @@ enum Received {
 }
 
 impl Receiver<'_> {
-    async fn run(&self, mut stream: TcpStream) -> Result<(), ReceiveError> {
+    async fn run(&self, mut stream: PeerStream) -> Result<(), ReceiveError> {
         let mut buf = BytesMut::with_capacity(64 * 1024);
         let mut from = None;
         let mut incoming: Option<Incoming> = None;
@@ -579,7 +633,7 @@ impl Receiver<'_> {
 
     async fn pump(
         &self,
-        stream: &mut TcpStream,
+        stream: &mut PeerStream,
         buf: &mut BytesMut,
         from: &mut Option<u64>,
         incoming: &mut Option<Incoming>,
@@ -618,6 +672,7 @@ impl Receiver<'_> {
                 stream
                     .write_all(&[0, 0, 0, 2, KIND_SNAPSHOT_DONE, u8::from(ok)])
                     .await?;
+                stream.flush().await?;
                 return Ok(());
             }
             let read = tokio::time::timeout(self.silence_limit, stream.read_buf(buf))

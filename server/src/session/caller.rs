@@ -20,6 +20,17 @@ impl Caller {
         }
     }
 
+    /// Adds what a TLS client's verified certificate proves: `x509:<subject>`, and the
+    /// super user when the subject is `X509AuthenticationProvider.superUser` (as
+    /// ZooKeeper's `X509AuthenticationProvider` does once the handshake is done).
+    pub fn with_certificate(mut self, subject: String, super_user: Option<&str>) -> Self {
+        if super_user == Some(subject.as_str()) {
+            self.push(Id::new("super", subject.clone()));
+        }
+        self.push(Id::new("x509", subject));
+        self
+    }
+
     /// The server acting for itself (session moves, housekeeping).
     pub fn internal() -> Self {
         Caller { ids: Vec::new() }
@@ -32,7 +43,9 @@ impl Caller {
     /// `addauth SCHEME AUTH` with the providers a default ZooKeeper registers:
     /// `digest` (a digest that matches `superDigest` also makes the caller the super
     /// user) and `ip`, which authenticates the connection as its own address whatever
-    /// AUTH says — an identity every caller already holds.
+    /// AUTH says — an identity every caller already holds; and `x509`, which succeeds
+    /// only on a connection that presented a verified client certificate (whose
+    /// identity it already holds).
     pub fn add_auth(
         &mut self,
         scheme: &str,
@@ -41,6 +54,7 @@ impl Caller {
     ) -> Result<(), ErrorCode> {
         match scheme {
             "ip" => return Ok(()),
+            "x509" if self.ids.iter().any(|id| id.scheme == "x509") => return Ok(()),
             "digest" => {}
             _ => return Err(ErrorCode::AuthFailed),
         }

@@ -20,6 +20,7 @@
 //! - `reap`: which containers and TTL nodes are due for deletion, and their deletion.
 //! - `digest`: the tree hash replicas compare.
 //! - `quota`: the counts under `/zookeeper/quota` kept current, and hard limits.
+//! - `shared_acl`: one allocation for the many nodes with equal ACLs.
 
 mod digest;
 mod multi;
@@ -27,6 +28,7 @@ mod node;
 mod quota;
 mod read;
 mod reap;
+mod shared_acl;
 mod write;
 
 use std::sync::Arc;
@@ -37,6 +39,7 @@ use paddock_wire::path::{basename, parent};
 use paddock_wire::Acl;
 
 pub use node::{Node, NodeKind, StatPersisted};
+pub use shared_acl::RecentAcls;
 pub use write::{TxnContext, WatchTrigger};
 
 /// The nodes ZooKeeper itself owns; they cannot be deleted (`DataTree.isSpecialPath`).
@@ -46,8 +49,11 @@ const SPECIAL_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zooke
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataTree {
     /// Every node by full path, the root as `/`. Ordered, so a subtree is a key range
-    /// and snapshots list parents before children.
-    nodes: OrdMap<String, Node>,
+    /// and snapshots list parents before children. Nodes are behind an `Arc` so the
+    /// map's 64-entry chunks hold 24 bytes per node rather than the whole node (about
+    /// 170 bytes): the chunks are a third empty on average, and a chunk is copied
+    /// whole when changed while a snapshot shares it.
+    nodes: OrdMap<Box<str>, Arc<Node>>,
     /// The paths of each session's ephemeral nodes, for session close and expiry.
     ephemerals: OrdMap<i64, OrdSet<String>>,
     ephemeral_count: usize,
@@ -85,7 +91,7 @@ impl DataTree {
     /// internal setACL (all as a fresh ZooKeeper 3.8 reports them).
     pub fn new() -> Self {
         let mut tree = DataTree::empty();
-        let open: Arc<[Acl]> = Acl::open_unsafe().into();
+        let open = shared_acl::open_unsafe();
         let blank = StatPersisted::default();
         tree.insert(
             "/".to_owned(),
@@ -123,20 +129,32 @@ impl DataTree {
         nodes: impl IntoIterator<Item = (String, Node)>,
     ) -> Result<DataTree, RestoreError> {
         let mut tree = DataTree::empty();
+        // Nodes whose parent had not come yet; a snapshot lists parents first, so
+        // normally none (a list of every path would cost a copy of each).
+        let mut unlinked = Vec::new();
         for (path, mut node) in nodes {
-            if tree.nodes.contains_key(&path) {
+            if tree.nodes.contains_key(path.as_str()) {
                 return Err(RestoreError::Duplicate(path));
             }
             node.clear_children();
+            if path != "/" {
+                let parent_path = parent(&path).unwrap_or("/");
+                if tree
+                    .update(parent_path, |p| p.add_child(basename(&path)))
+                    .is_none()
+                {
+                    unlinked.push(path.clone());
+                }
+            }
             tree.insert(path, node);
         }
         if !tree.nodes.contains_key("/") {
             return Err(RestoreError::MissingRoot);
         }
-        let paths: Vec<String> = tree.nodes.keys().filter(|p| *p != "/").cloned().collect();
-        for path in paths {
+        unlinked.sort_unstable();
+        for path in unlinked {
             let parent_path = parent(&path).unwrap_or("/");
-            let linked = tree.update(parent_path, |p| p.add_child(basename(&path).to_owned()));
+            let linked = tree.update(parent_path, |p| p.add_child(basename(&path)));
             if linked.is_none() {
                 return Err(RestoreError::Orphan(path));
             }
@@ -147,7 +165,7 @@ impl DataTree {
     /// Every node with its path, parents before children (the order a snapshot
     /// writes them in).
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Node)> + '_ {
-        self.nodes.iter().map(|(path, node)| (path.as_str(), node))
+        self.nodes.iter().map(|(path, node)| (&**path, &**node))
     }
 
     /// The number of znodes, the root included.
@@ -198,21 +216,21 @@ impl DataTree {
                 self.ttls.insert(path.clone());
             }
         }
-        self.nodes.insert(path, node);
+        self.nodes.insert(path.into_boxed_str(), Arc::new(node));
     }
 
     /// Inserts a node and adds it to its parent's children without touching the
     /// parent's stat: how ZooKeeper links its own nodes.
     fn insert_linked(&mut self, path: &str, node: Node) {
         let parent_path = parent(path).unwrap_or("/");
-        self.update(parent_path, |p| p.add_child(basename(path).to_owned()));
+        self.update(parent_path, |p| p.add_child(basename(path)));
         self.insert(path.to_owned(), node);
     }
 
     /// Removes a node from the map and the indexes. Unlinking it from its parent is
     /// the caller's job.
     fn remove(&mut self, path: &str) -> Option<Node> {
-        let node = self.nodes.remove(path)?;
+        let node = Arc::unwrap_or_clone(self.nodes.remove(path)?);
         self.digest = self.digest.wrapping_sub(node.digest(path));
         self.data_size -= size_of_node(path, &node);
         match node.kind() {
@@ -239,7 +257,7 @@ impl DataTree {
     /// Changes a node in place, keeping the digest and size current. The node's kind
     /// must not change (it never does: `ephemeralOwner` is fixed at create).
     fn update<R>(&mut self, path: &str, change: impl FnOnce(&mut Node) -> R) -> Option<R> {
-        let node = self.nodes.get_mut(path)?;
+        let node = Arc::make_mut(self.nodes.get_mut(path)?);
         let (digest_before, size_before) = (node.digest(path), size_of_node(path, node));
         let result = change(node);
         self.digest = self
@@ -263,7 +281,7 @@ fn is_special_path(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paddock_wire::perms;
+    use paddock_wire::{perms, Data};
 
     #[test]
     fn a_new_tree_is_what_zookeeper_starts_with() {
@@ -464,6 +482,87 @@ mod tests {
             assert_invariants(&tree);
         }
         assert!(tree.node_count() > 4, "the workload built something");
+    }
+
+    /// Resident memory of this process in bytes, from /proc.
+    fn rss_bytes() -> u64 {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+        let pages: u64 = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        pages * 4096
+    }
+
+    /// `PADDOCK_MEMORY_ZNODES`, by default 1,000,000.
+    fn bench_znodes() -> usize {
+        std::env::var("PADDOCK_MEMORY_ZNODES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1_000_000)
+    }
+
+    /// The tree of `memory_per_znode` (server/tests/it/memory.rs): `n` creates of 100
+    /// bytes with 40-character names under four parents, each create's data sliced
+    /// from a buffer of its own as a decoded txn's is.
+    fn bench_tree(n: usize) -> DataTree {
+        use paddock_wire::CreateMode;
+        let ctx = |zxid| TxnContext {
+            zxid,
+            time: zxid,
+            session_id: 1,
+            caller: &[],
+            enforce_quota: false,
+        };
+        let open = Acl::open_unsafe();
+        let mut tree = DataTree::new();
+        for parent in ["/bench", "/bench/p0", "/bench/p1", "/bench/p2", "/bench/p3"] {
+            let created = tree.create(
+                parent,
+                Data::NULL,
+                &open,
+                CreateMode::Persistent,
+                None,
+                &ctx(1),
+            );
+            created.unwrap();
+        }
+        let mut state = 0u64;
+        for i in 0..n {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let z = (state ^ (state >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let path = format!(
+                "/bench/p{}/{:016x}{:016x}{:08x}",
+                i % 4,
+                z,
+                z.rotate_left(17),
+                i
+            );
+            let txn = Bytes::from(vec![b'x'; 200]);
+            let data = Data::from(txn.slice(50..150));
+            let created = tree.create(&path, data, &open, CreateMode::Persistent, None, &ctx(2));
+            created.unwrap();
+        }
+        tree
+    }
+
+    /// The quick, in-process form of `memory_per_znode`: the tree alone.
+    /// `cargo test -p paddock-server --release --lib -- --ignored --nocapture bytes_per_znode`
+    #[test]
+    #[ignore = "a measurement: prints bytes per znode"]
+    fn bytes_per_znode() {
+        let n = bench_znodes();
+        let before = rss_bytes();
+        let tree = bench_tree(n);
+        let grown = rss_bytes().saturating_sub(before);
+        println!(
+            "tree: {n} znodes, {} MiB, {} bytes per znode (size_of Node {})",
+            grown >> 20,
+            grown / n as u64,
+            std::mem::size_of::<Node>()
+        );
+        assert_eq!(tree.node_count(), n + 9);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use imbl::OrdSet;
 use paddock_wire::{Acl, Data, Stat};
 
@@ -114,12 +115,18 @@ impl StatPersisted {
 /// A znode. Cloning is cheap: data, ACL and the child set are shared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
-    /// Null kept apart from empty, as ZooKeeper keeps it.
+    /// Null kept apart from empty, as ZooKeeper keeps it. Always an allocation of its
+    /// own (see [`own_allocation`]).
     data: Data,
-    /// Shared so watch triggers can carry it for their READ check without a copy.
+    /// Shared so watch triggers can carry it for their READ check without a copy, and
+    /// between nodes with equal ACLs (see `shared_acl`).
     acl: Arc<[Acl]>,
     stat: StatPersisted,
-    children: OrdSet<String>,
+    /// `None` while the node has no children: most nodes are leaves, and an empty
+    /// persistent set still allocates a whole 64-key B-tree node (about 1.6 KiB for
+    /// these names). Never `Some` of an empty set, so equal nodes compare equal. Boxed,
+    /// so that a leaf pays 8 bytes for it, not 24.
+    children: Option<Box<OrdSet<Box<str>>>>,
     /// The digest of `data`, kept so a change to the stat or the children does not
     /// rehash large data.
     data_hash: u64,
@@ -129,10 +136,10 @@ impl Node {
     pub fn new(data: Data, acl: Arc<[Acl]>, stat: StatPersisted) -> Self {
         let data_hash = digest::of_bytes(&data);
         Node {
-            data,
+            data: own_allocation(data),
             acl,
             stat,
-            children: OrdSet::new(),
+            children: None,
             data_hash,
         }
     }
@@ -154,17 +161,24 @@ impl Node {
     }
 
     /// Child names, sorted.
-    pub fn children(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.children.iter().map(String::as_str)
+    pub fn children(&self) -> impl Iterator<Item = &str> + '_ {
+        self.children
+            .iter()
+            .flat_map(|set| set.iter())
+            .map(|name| &**name)
+    }
+
+    pub fn num_children(&self) -> usize {
+        self.children.as_ref().map_or(0, |children| children.len())
     }
 
     pub fn has_children(&self) -> bool {
-        !self.children.is_empty()
+        self.children.is_some()
     }
 
     /// The stat clients see (`DataNode.copyStat`).
     pub fn to_stat(&self) -> Stat {
-        let num_children = i32::try_from(self.children.len()).unwrap_or(i32::MAX);
+        let num_children = i32::try_from(self.num_children()).unwrap_or(i32::MAX);
         Stat {
             czxid: self.stat.czxid,
             mzxid: self.stat.mzxid,
@@ -187,7 +201,7 @@ impl Node {
 
     pub(super) fn set_data(&mut self, data: Data) {
         self.data_hash = digest::of_bytes(&data);
-        self.data = data;
+        self.data = own_allocation(data);
     }
 
     pub(super) fn set_acl(&mut self, acl: Arc<[Acl]>) {
@@ -198,16 +212,23 @@ impl Node {
         &mut self.stat
     }
 
-    pub(super) fn add_child(&mut self, name: String) {
-        self.children.insert(name);
+    pub(super) fn add_child(&mut self, name: &str) {
+        self.children
+            .get_or_insert_with(Default::default)
+            .insert(name.into());
     }
 
     pub(super) fn remove_child(&mut self, name: &str) {
-        self.children.remove(name);
+        if let Some(children) = &mut self.children {
+            children.remove(name);
+            if children.is_empty() {
+                self.children = None;
+            }
+        }
     }
 
     pub(super) fn clear_children(&mut self) {
-        self.children = OrdSet::new();
+        self.children = None;
     }
 
     /// This node's share of the tree digest.
@@ -216,10 +237,20 @@ impl Node {
     }
 }
 
+/// The data in an allocation of its own. Data decoded from a request, a txn or a
+/// snapshot is a slice of the buffer it came in (a whole txn, a multi of thousands of
+/// creates, a whole snapshot), and keeping the slice would keep all of it.
+fn own_allocation(data: Data) -> Data {
+    match data.as_option() {
+        Some(bytes) if !bytes.is_empty() => Bytes::copy_from_slice(bytes).into(),
+        Some(_) => Bytes::new().into(),
+        None => Data::NULL,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
     #[test]
     fn ephemeral_owner_encodings_round_trip() {
@@ -258,7 +289,7 @@ mod tests {
             StatPersisted::new_node(4, 10, 0),
         );
         node.stat_mut().cversion = 2;
-        node.add_child("b".into());
+        node.add_child("b");
         let stat = node.to_stat();
         assert_eq!(
             (stat.cversion, stat.num_children, stat.data_length),

@@ -17,6 +17,7 @@
 //! have the same setting (as `extendedTypesEnabled`).
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 use bytes::Bytes;
 use paddock_wire::ErrorCode;
@@ -107,7 +108,10 @@ impl DataTree {
         }
         let mut candidate = path;
         while candidate.len() > 1 {
-            if self.nodes.contains_key(&quota_node(candidate, LIMITS)) {
+            if self
+                .nodes
+                .contains_key(quota_node(candidate, LIMITS).as_str())
+            {
                 return Some(candidate.to_owned());
             }
             candidate = &candidate[..candidate.rfind('/')?];
@@ -169,11 +173,11 @@ impl DataTree {
         }
         let (count, bytes) = self
             .nodes
-            .range(quota_path.to_owned()..)
+            .range::<_, str>((Bound::Included(quota_path), Bound::Unbounded))
             // `/p!` sorts between `/p` and `/p/a`: skip such siblings, not stop at them.
             .take_while(|(p, _)| p.starts_with(quota_path))
             .filter(|(p, _)| {
-                p.as_str() == quota_path
+                &***p == quota_path
                     || p.strip_prefix(quota_path)
                         .is_some_and(|r| r.starts_with('/'))
             })

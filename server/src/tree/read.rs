@@ -2,6 +2,8 @@
 //! the node must exist (`NoNode`), then the caller needs READ (getACL: READ or ADMIN).
 //! Read paths are looked up as given, not validated: a malformed path names no node.
 
+use std::ops::Bound;
+
 use paddock_wire::{perms, Acl, Data, ErrorCode, Id, Stat};
 
 use super::node::Node;
@@ -12,7 +14,7 @@ impl DataTree {
     /// The node at `path`, without permission checks (for the server's own use:
     /// watches, snapshots, four-letter words).
     pub fn node(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
+        self.nodes.get(path).map(|node| &**node)
     }
 
     /// A node the caller may read with `perm`.
@@ -87,7 +89,11 @@ impl DataTree {
             // "path0" ('0' follows '/').
             let start = format!("{path}/");
             let end = format!("{path}0");
-            self.nodes.range(start..end).count()
+            let range = (
+                Bound::Included(start.as_str()),
+                Bound::Excluded(end.as_str()),
+            );
+            self.nodes.range::<_, str>(range).count()
         };
         Ok(i32::try_from(count).unwrap_or(i32::MAX))
     }

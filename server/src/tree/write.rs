@@ -8,6 +8,7 @@ use paddock_wire::path::{basename, validate_path};
 use paddock_wire::{perms, Acl, CreateMode, Data, ErrorCode, EventType, Id, OpCode, Stat};
 
 use super::node::{Node, NodeKind, StatPersisted, MAX_TTL_MS};
+use super::shared_acl;
 use super::{is_special_path, DataTree};
 use crate::acl;
 
@@ -210,9 +211,10 @@ impl DataTree {
             _ => return Err(ErrorCode::BadArguments),
         };
         let parent_path = if slash == 0 { "/" } else { &path[..slash] };
-        let acl: Arc<[Acl]> = acl::fixup(acl, ctx.caller)?.into();
+        let acl = acl::fixup(acl, ctx.caller)?;
         let parent = self.nodes.get(parent_path).ok_or(ErrorCode::NoNode)?;
         acl::check(parent.acl(), perms::CREATE, ctx.caller)?;
+        let acl = shared_acl::share_with(acl, parent.acl());
         let path = if spec.sequential {
             // The stored cversion counts creates only, so names skip no numbers
             // when children are deleted (3.8: /p/a, /p/b, delete a -> s-0000000002).
@@ -221,7 +223,7 @@ impl DataTree {
             path.to_owned()
         };
         validate_path(&path, false).map_err(|_| ErrorCode::BadArguments)?;
-        if self.nodes.contains_key(&path) {
+        if self.nodes.contains_key(path.as_str()) {
             return Err(ErrorCode::NodeExists);
         }
         // Containers and TTL nodes may have children; only session-owned nodes not.
@@ -239,7 +241,7 @@ impl DataTree {
             StatPersisted::new_node(ctx.zxid, ctx.time, kind.ephemeral_owner()),
         );
         let stat = node.to_stat();
-        let name = basename(&path).to_owned();
+        let name = basename(&path);
         self.update(parent_path, |parent| {
             parent.add_child(name);
             let stat = parent.stat_mut();
@@ -331,9 +333,10 @@ impl DataTree {
     ) -> Result<Applied<Stat>, ErrorCode> {
         validate(path)?;
         // Before the node lookup: an invalid ACL on a missing node is InvalidACL (3.8).
-        let acl: Arc<[Acl]> = acl::fixup(acl, ctx.caller)?.into();
+        let acl = acl::fixup(acl, ctx.caller)?;
         let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
         acl::check(node.acl(), perms::ADMIN, ctx.caller)?;
+        let acl = shared_acl::share_with(acl, node.acl());
         let aversion = next_version(node.stat().aversion, aversion)?;
         let stat = self
             .update(path, |node| {

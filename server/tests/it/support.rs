@@ -223,6 +223,13 @@ pub fn paddock_starting(port: u16, extra: &str, myid: Option<u64>) -> Server {
     }
 }
 
+/// The `paddock` binary of this build, or `PADDOCK_BIN` if set: benchmarks compare
+/// builds with the same test code.
+fn paddock_binary() -> PathBuf {
+    std::env::var_os("PADDOCK_BIN")
+        .map_or_else(|| env!("CARGO_BIN_EXE_paddock").into(), PathBuf::from)
+}
+
 /// Runs `paddock --config CONFIG`, appending its log to `log`.
 fn spawn_paddock(config: &Path, log: &Path) -> Child {
     let log = std::fs::OpenOptions::new()
@@ -230,7 +237,7 @@ fn spawn_paddock(config: &Path, log: &Path) -> Child {
         .append(true)
         .open(log)
         .expect("log file");
-    Command::new(env!("CARGO_BIN_EXE_paddock"))
+    Command::new(paddock_binary())
         .arg("--config")
         .arg(config)
         .env("RUST_LOG", "info")
@@ -295,7 +302,7 @@ impl Ensemble {
                 let config = dir.path().join("zoo.cfg");
                 std::fs::write(&config, common_config(dir.path(), port, &extra)).expect("config");
                 let log = dir.path().join("paddock.log");
-                let child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+                let child = Command::new(paddock_binary())
                     .arg("--config")
                     .arg(&config)
                     .env("RUST_LOG", "info")
@@ -347,17 +354,22 @@ pub fn zookeeper_installed() -> bool {
 
 /// Starts Apache ZooKeeper 3.8 standalone with the same settings as [`paddock`].
 pub fn zookeeper(extra: &str) -> Server {
-    start_zookeeper(extra, false)
+    start_zookeeper(extra, false, "")
+}
+
+/// [`zookeeper`] with extra JVM flags (`JVMFLAGS`, after zkServer.sh's own `-cp`).
+pub fn zookeeper_with_jvm_flags(extra: &str, jvm_flags: &str) -> Server {
+    start_zookeeper(extra, false, jvm_flags)
 }
 
 /// Apache ZooKeeper 3.8 as an ensemble of one (`server.1` and
 /// `standaloneEnabled=false`): it runs the quorum code, so it serves what an ensemble
 /// member serves (`/zookeeper/config`, `conf`'s membership).
 pub fn zookeeper_quorum_of_one() -> Server {
-    start_zookeeper("", true)
+    start_zookeeper("", true, "")
 }
 
-fn start_zookeeper(extra: &str, quorum: bool) -> Server {
+fn start_zookeeper(extra: &str, quorum: bool, jvm_flags: &str) -> Server {
     assert!(
         zookeeper_installed(),
         "Apache ZooKeeper is not installed: run scripts/test.sh, which installs it \
@@ -383,6 +395,7 @@ fn start_zookeeper(extra: &str, quorum: bool) -> Server {
         .arg("start-foreground")
         .arg(&config)
         .env("ZOO_LOG_DIR", dir.path())
+        .env("JVMFLAGS", jvm_flags)
         .stdout(std::fs::File::create(&log).expect("log file"))
         .stderr(Stdio::null())
         .spawn()

@@ -96,6 +96,7 @@ async fn a_stuck_link_is_reconnected() {
     let me = Identity {
         id: 1,
         has_state: Arc::new(AtomicBool::new(true)),
+        tls: None,
     };
     let transport = Transport::start(
         me,
@@ -150,7 +151,7 @@ async fn a_silent_connection_is_dropped_by_the_receiver() {
         silence_limit: limit,
         snapshots: &snapshots,
     };
-    let received = tokio::time::timeout(Duration::from_secs(10), receiver.run(accepted))
+    let received = tokio::time::timeout(Duration::from_secs(10), receiver.run(Box::new(accepted)))
         .await
         .expect("the receiver gave up on the silent peer");
     assert!(matches!(received, Err(ReceiveError::Silent(_))));
@@ -172,6 +173,11 @@ struct Pair {
 }
 
 async fn pair() -> Pair {
+    pair_with(None).await
+}
+
+/// [`pair`], with TLS peer links when `certs` are given.
+async fn pair_with(certs: Option<&PeerCerts>) -> Pair {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let sender_dir = SnapshotDir::open(dirs.0.path()).unwrap();
     let receiver_dir = SnapshotDir::open(dirs.1.path()).unwrap();
@@ -187,6 +193,7 @@ async fn pair() -> Pair {
     let identity = |id| Identity {
         id,
         has_state: Arc::new(AtomicBool::new(true)),
+        tls: certs.map(|certs| certs.tls("peer.pem")),
     };
     let (tx, sender_events) = std::sync::mpsc::channel();
     let tx = parking_lot::Mutex::new(tx);
@@ -266,7 +273,17 @@ async fn next_event<T>(
 /// sender learns it was delivered (raft is told, or it would never send again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_larger_than_a_frame_streams_to_the_follower() {
-    let pair = pair().await;
+    streams_a_large_snapshot(pair().await).await;
+}
+
+/// The same over TLS peer links (`sslQuorum=true`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_streams_over_tls_peer_links() {
+    let certs = PeerCerts::new();
+    streams_a_large_snapshot(pair_with(Some(&certs)).await).await;
+}
+
+async fn streams_a_large_snapshot(pair: Pair) {
     let payload: Vec<u8> = (0..(MAX_PEER_FRAME + 3 * SNAPSHOT_CHUNK))
         .map(|i| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes()[7])
         .collect();
@@ -331,4 +348,203 @@ async fn a_damaged_snapshot_is_refused_and_reported() {
         Ok(PeerEvent::Snapshot { .. })
     ));
     pair.shutdown.cancel();
+}
+
+/// A CA, a peer certificate it signed for 127.0.0.1, and a stranger's certificate from
+/// another CA, as PEM files (ZooKeeper's layout: certificate and key in one file).
+struct PeerCerts {
+    dir: tempfile::TempDir,
+}
+
+impl PeerCerts {
+    fn new() -> PeerCerts {
+        let dir = tempfile::tempdir().unwrap();
+        let authority = |name: &str| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, name);
+            (params.self_signed(&key).unwrap(), key)
+        };
+        let key_store = |ca: &(rcgen::Certificate, rcgen::KeyPair), host: &str| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(vec![host.to_owned()]).unwrap();
+            params.extended_key_usages = vec![
+                rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+                rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            ];
+            let cert = params.signed_by(&key, &ca.0, &ca.1).unwrap();
+            format!("{}{}", cert.pem(), key.serialize_pem())
+        };
+        let (ca, stranger_ca) = (authority("quorum CA"), authority("stranger CA"));
+        std::fs::write(dir.path().join("ca.pem"), ca.0.pem()).unwrap();
+        std::fs::write(dir.path().join("peer.pem"), key_store(&ca, "127.0.0.1")).unwrap();
+        // From the quorum's CA, but for another host than the server.N lines name.
+        let misnamed = key_store(&ca, "elsewhere.example");
+        std::fs::write(dir.path().join("misnamed.pem"), misnamed).unwrap();
+        let stranger = key_store(&stranger_ca, "127.0.0.1");
+        std::fs::write(dir.path().join("stranger.pem"), stranger).unwrap();
+        PeerCerts { dir }
+    }
+
+    /// Peer TLS presenting `key_store`, trusting the quorum CA, for servers 1 and 2.
+    fn tls(&self, key_store: &str) -> PeerTls {
+        self.tls_checking_names(key_store, true)
+    }
+
+    fn tls_checking_names(&self, key_store: &str, hostname_verification: bool) -> PeerTls {
+        let stores = crate::config::PemStores {
+            key_store: self.dir.path().join(key_store),
+            trust_store: Some(self.dir.path().join("ca.pem")),
+        };
+        let hosts = HashMap::from([(1, "127.0.0.1".to_owned()), (2, "127.0.0.1".to_owned())]);
+        crate::tls::peer_tls(
+            &crate::config::QuorumTls {
+                stores,
+                hostname_verification,
+            },
+            &hosts,
+        )
+        .unwrap()
+    }
+}
+
+/// What a stranger would send: a hello as server 9, then a raft message of term 99.
+fn forged_frames() -> BytesMut {
+    let mut out = BytesMut::new();
+    encode(&mut out, KIND_HELLO, |b| {
+        b.put_u64(9);
+        b.put_u8(1);
+    });
+    push(
+        &mut out,
+        Outgoing::Raft(Message {
+            to: 1,
+            from: 9,
+            term: 99,
+            ..Default::default()
+        }),
+    );
+    out
+}
+
+/// Sends the forged frames on `stream` and waits (bounded) for the receiver to close it.
+async fn forge(mut stream: impl AsyncRead + AsyncWrite + Unpin) {
+    let _ = stream.write_all(&forged_frames()).await;
+    let _ = stream.flush().await;
+    let mut sink = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut sink)).await;
+    assert!(
+        closed.is_ok(),
+        "the receiver kept the stranger's connection open"
+    );
+}
+
+/// sslQuorum: a peer whose certificate the quorum CA signed is heard; a stranger on
+/// the network — plain TCP, or TLS with a certificate from another CA — is refused
+/// before a byte it sends is read, so it can neither join nor forge raft messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tls_only_peers_with_a_trusted_certificate_are_heard() {
+    let certs = PeerCerts::new();
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let shutdown = CancellationToken::new();
+    let timing = LinkTiming::from_tick_time(Duration::from_millis(500));
+    let ports = [
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+    ];
+    let addrs: Vec<SocketAddr> = ports.iter().map(|l| l.local_addr().unwrap()).collect();
+    drop(ports);
+    let peers = HashMap::from([(1, addrs[0]), (2, addrs[1])]);
+    let identity = |id| Identity {
+        id,
+        has_state: Arc::new(AtomicBool::new(true)),
+        tls: Some(certs.tls("peer.pem")),
+    };
+    let (tx, events) = std::sync::mpsc::channel();
+    let tx = parking_lot::Mutex::new(tx);
+    Transport::start(
+        identity(1),
+        addrs[0],
+        peers.clone(),
+        timing,
+        SnapshotDir::open(dirs.0.path()).unwrap(),
+        move |event| {
+            let _ = tx.lock().send(event);
+        },
+        shutdown.clone(),
+    )
+    .await
+    .unwrap();
+
+    forge(TcpStream::connect(addrs[0]).await.unwrap()).await;
+    let stranger = certs.tls("stranger.pem");
+    let tcp = TcpStream::connect(addrs[0]).await.unwrap();
+    let name = stranger.names[&1].clone();
+    // TLS 1.3 lets the client finish before the server has checked its certificate;
+    // then the refusal shows as the connection closing.
+    if let Ok(stream) = stranger.connector.connect(name, tcp).await {
+        forge(stream).await;
+    }
+
+    let sender = Transport::start(
+        identity(2),
+        addrs[1],
+        peers,
+        timing,
+        SnapshotDir::open(dirs.1.path()).unwrap(),
+        |_| {},
+        shutdown.clone(),
+    )
+    .await
+    .unwrap();
+    sender.send(vec![Message {
+        to: 1,
+        from: 2,
+        term: 5,
+        ..Default::default()
+    }]);
+    let term = next_event(&events, |event| match event {
+        PeerEvent::Raft(message) if message.from == 2 => Some(message.term),
+        PeerEvent::Raft(message) => panic!("a stranger's message got through: {message:?}"),
+        PeerEvent::Hello { from: 9, .. } => panic!("a stranger's hello got through"),
+        _ => None,
+    })
+    .await;
+    assert_eq!(term, 5);
+    shutdown.cancel();
+}
+
+/// `ssl.quorum.hostnameVerification`: by default a peer's certificate must name the
+/// host of its `server.N` line; with `false`, any certificate from the quorum's CA does.
+#[tokio::test]
+async fn peer_certificates_must_name_the_peers_host_unless_told_otherwise() {
+    let certs = PeerCerts::new();
+    let server = certs.tls("misnamed.pem");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepting = tokio::spawn(async move {
+        for _ in 0..2 {
+            let (stream, _) = listener.accept().await.unwrap();
+            // The outcome shows on the connecting side.
+            let _ = server.acceptor.accept(stream).await;
+        }
+    });
+    for (verify, expect_ok) in [(true, false), (false, true)] {
+        let client = certs.tls_checking_names("peer.pem", verify);
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = client.names[&1].clone();
+        let connected =
+            tokio::time::timeout(Duration::from_secs(20), client.connector.connect(name, tcp))
+                .await
+                .expect("the handshake ends");
+        assert_eq!(
+            connected.is_ok(),
+            expect_ok,
+            "hostnameVerification={verify}"
+        );
+    }
+    accepting.await.unwrap();
 }

@@ -1,9 +1,12 @@
 //! `paddock-loadgen` as a user meets it when nothing listens at the addresses given: it
-//! fails at once naming every address tried, and prints no table header first.
+//! fails at once naming every address tried, and prints no table header first; and
+//! `merge` given nothing it can read.
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::support::LOADGEN;
 
 /// Two loopback ports nobody listens on (bound, noted, released).
 fn closed_ports() -> Vec<u16> {
@@ -20,7 +23,7 @@ fn refused_everywhere_fails_at_once_with_the_addresses_tried() {
     let ports = closed_ports();
     let servers = format!("127.0.0.1:{},127.0.0.1:{}", ports[0], ports[1]);
     // A session timeout of ten minutes: waiting it out would overrun the bound below.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_paddock-loadgen"))
+    let mut child = Command::new(LOADGEN)
         .args([
             "--servers",
             &servers,
@@ -57,4 +60,22 @@ fn refused_everywhere_fails_at_once_with_the_addresses_tried() {
         );
     }
     assert!(stderr.contains("refused"), "{stderr}");
+}
+
+#[test]
+fn merge_refuses_a_file_that_is_not_a_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("not-a-log.txt");
+    std::fs::write(&path, "hello\n").expect("write");
+    let output = Command::new(LOADGEN)
+        .arg("merge")
+        .arg(&path)
+        .output()
+        .expect("paddock-loadgen merge");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("not a paddock-loadgen interval log"),
+        "{stderr}"
+    );
 }
