@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The three-server Paddock ensemble of conf/zoo{1,2,3}.cfg on 127.0.0.1 (clients on
-# ports 2181-2183).
+# ports 2181-2183; metrics, admin commands and health checks over HTTP on 8081-8083).
 #
 #   scripts/ensemble.sh             build, start all three and watch them; Ctrl-C or
 #                                   SIGTERM stops all three
@@ -198,6 +198,7 @@ case "$command" in
         trap stop_all INT TERM
         for n in "${servers[@]}"; do start "$n"; done
         echo "ensemble running: clients at 127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183 (logs in $run_dir/)"
+        echo "metrics, admin commands and health checks at http://127.0.0.1:8081, :8082, :8083 (/metrics, /commands/mntr, /health/ready)"
         echo "press Ctrl-C to stop; restart one server with: scripts/ensemble.sh restart N"
         # In the background, so that a signal runs the trap at once.
         watch_servers &

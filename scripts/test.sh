@@ -6,7 +6,8 @@
 # The compatibility tests run the same sessions against Paddock and Apache ZooKeeper
 # 3.8 (Debian's zookeeper package: the server, zkCli.sh and the jars; zookeeper-bin,
 # its C client tools), through kazoo (a Python ZooKeeper client, from PyPI); the
-# network-fault tests use nftables and iproute2. Each is installed only if missing, so
+# network-fault tests use nftables and iproute2; a real Prometheus server (Debian's
+# prometheus) scrapes an ensemble's /metrics. Each is installed only if missing, so
 # running this again installs nothing. Needs root (or sudo) for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ as_root() {
 }
 
 missing=()
-for package in zookeeper zookeeper-bin nftables iproute2; do
+for package in zookeeper zookeeper-bin nftables iproute2 prometheus; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" ||
         missing+=("$package")
 done

@@ -254,10 +254,17 @@ impl Conn {
         Ok(())
     }
 
+    /// Counts `n` bytes read from the client; `n`.
+    fn received(&self, n: usize) -> usize {
+        self.server.metrics.requests.bytes_received.inc_by(n as u64);
+        n
+    }
+
     /// The first four bytes: either a frame length or a four-letter word.
     async fn read_exact_prefix(&mut self) -> Result<[u8; 4], ConnError> {
         while self.inbuf.len() < 4 {
-            if self.reader.read_buf(&mut self.inbuf).await? == 0 {
+            let read = self.reader.read_buf(&mut self.inbuf).await?;
+            if self.received(read) == 0 {
                 return Err(ConnError::Eof);
             }
         }
@@ -269,7 +276,8 @@ impl Conn {
             if let Some(frame) = self.codec.decode(&mut self.inbuf)? {
                 return Ok(frame);
             }
-            if self.reader.read_buf(&mut self.inbuf).await? == 0 {
+            let read = self.reader.read_buf(&mut self.inbuf).await?;
+            if self.received(read) == 0 {
                 return Err(ConnError::Eof);
             }
         }
@@ -405,7 +413,7 @@ impl Conn {
                     self.run_ready_locals(&mut outbound)?;
                 },
                 read = self.reader.read_buf(&mut self.inbuf), if can_read => {
-                    if read? == 0 {
+                    if self.received(read?) == 0 {
                         return Err(ConnError::Eof);
                     }
                     self.take_frames(&mut outbound)?;
@@ -643,8 +651,10 @@ impl Conn {
     ) -> Result<(), ConnError> {
         self.server.metrics.packet_sent();
         self.stats.sent();
-        let millis = u64::try_from(arrived.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let took = arrived.elapsed();
+        let millis = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
         self.server.metrics.request_latency(millis);
+        self.server.metrics.requests.answered(op, took);
         // Authentication is answered before ZooKeeper's request pipeline, which is
         // what keeps these.
         if !matches!(op, OpCode::Auth | OpCode::Sasl) {
@@ -692,7 +702,10 @@ impl Conn {
             tokio::select! {
                 written = self.writer.write(&self.out) => match written? {
                     0 => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
-                    n => self.out.advance(n),
+                    n => {
+                        self.server.metrics.requests.bytes_sent.inc_by(n as u64);
+                        self.out.advance(n);
+                    }
                 },
                 () = overflowed => return Err(ConnError::Overflow),
                 () = tokio::time::sleep(self.stall_limit) => {

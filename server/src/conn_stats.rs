@@ -41,6 +41,15 @@ impl ConnStatsTable {
         }
     }
 
+    /// Every connection, by id.
+    pub fn infos(&self) -> Vec<ConnInfo> {
+        self.conns
+            .lock()
+            .values()
+            .map(|stats| stats.info())
+            .collect()
+    }
+
     /// `cons` (`brief` false) and `stat`'s client list (`brief` true): one line per
     /// connection, as `ServerCnxn.dumpConnectionInfo` writes it.
     pub fn dump(&self, brief: bool) -> String {
@@ -158,42 +167,102 @@ impl ConnStats {
         c.total_latency += latency_ms;
     }
 
-    fn dump(&self, out: &mut String, brief: bool) {
+    /// What `cons` shows of this connection (`ServerCnxn.getConnectionInfo`).
+    pub fn info(&self) -> ConnInfo {
         let c = self.inner.lock();
-        // Java's InetSocketAddress.toString() of an address without a host name.
-        let interest = if c.session_id != 0 { 1 } else { 0 };
-        let _ = write!(
-            out,
-            " /{}:{}[{interest}](queued={},recved={},sent={}",
-            self.peer.ip(),
-            self.peer.port(),
-            c.queued,
-            c.received,
-            c.sent
-        );
-        if !brief && c.session_id != 0 {
-            let _ = write!(
-                out,
-                ",sid={:#x},lop={},est={},to={}",
-                c.session_id, c.last_op, c.established, c.timeout
-            );
-            if c.last_cxid >= 0 {
-                let _ = write!(out, ",lcxid={:#x}", c.last_cxid);
-            }
-            let min = if c.min_latency == u64::MAX {
+        let session = (c.session_id != 0).then(|| SessionInfo {
+            session_id: c.session_id,
+            last_op: c.last_op,
+            established: c.established,
+            timeout: c.timeout,
+            last_cxid: c.last_cxid,
+            last_zxid: c.last_zxid,
+            last_response: c.last_response,
+            last_latency: c.last_latency,
+            min_latency: if c.min_latency == u64::MAX {
                 0
             } else {
                 c.min_latency
-            };
-            let avg = c.total_latency.checked_div(c.count).unwrap_or(0);
+            },
+            avg_latency: c.total_latency.checked_div(c.count).unwrap_or(0),
+            max_latency: c.max_latency,
+        });
+        ConnInfo {
+            peer: self.peer,
+            // Reading (1) once the session is established, as ZooKeeper's selector.
+            interest_ops: u8::from(session.is_some()),
+            queued: c.queued,
+            received: c.received,
+            sent: c.sent,
+            session,
+        }
+    }
+
+    fn dump(&self, out: &mut String, brief: bool) {
+        let info = self.info();
+        // Java's InetSocketAddress.toString() of an address without a host name.
+        let _ = write!(
+            out,
+            " /{}:{}[{}](queued={},recved={},sent={}",
+            info.peer.ip(),
+            info.peer.port(),
+            info.interest_ops,
+            info.queued,
+            info.received,
+            info.sent
+        );
+        if let Some(s) = info.session.filter(|_| !brief) {
             let _ = write!(
                 out,
-                ",lzxid={:#x},lresp={},llat={},minlat={min},avglat={avg},maxlat={}",
-                c.last_zxid, c.last_response, c.last_latency, c.max_latency
+                ",sid={:#x},lop={},est={},to={}",
+                s.session_id, s.last_op, s.established, s.timeout
+            );
+            if s.last_cxid >= 0 {
+                let _ = write!(out, ",lcxid={:#x}", s.last_cxid);
+            }
+            let _ = write!(
+                out,
+                ",lzxid={:#x},lresp={},llat={},minlat={},avglat={},maxlat={}",
+                s.last_zxid,
+                s.last_response,
+                s.last_latency,
+                s.min_latency,
+                s.avg_latency,
+                s.max_latency
             );
         }
         out.push(')');
     }
+}
+
+/// One connection as `cons` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    pub interest_ops: u8,
+    pub queued: usize,
+    pub received: u64,
+    pub sent: u64,
+    /// Once the connection holds a session.
+    pub session: Option<SessionInfo>,
+}
+
+/// What `cons` lists of a connection's session and its requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub session_id: i64,
+    pub last_op: &'static str,
+    /// Milliseconds since the Unix epoch.
+    pub established: i64,
+    pub timeout: i32,
+    /// -1 until a request, or after a reset.
+    pub last_cxid: i64,
+    pub last_zxid: i64,
+    pub last_response: u64,
+    pub last_latency: u64,
+    pub min_latency: u64,
+    pub avg_latency: u64,
+    pub max_latency: u64,
 }
 
 /// ZooKeeper's name for an op in `lop` (`FinalRequestProcessor`'s `lastOp`).

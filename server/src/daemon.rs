@@ -76,6 +76,7 @@ impl Daemon {
             .first()
             .map(|(listener, _)| listener.local_addr())
             .ok_or_else(|| anyhow::anyhow!("no client port"))??;
+        let admin = crate::admin::Listeners::bind(&config.admin).await?;
         let (proposer, proposals) = consensus::channel();
         let (liveness, liveness_events) = liveness::channel();
         let status = Arc::new(Status::default());
@@ -201,7 +202,9 @@ impl Daemon {
             started: Instant::now(),
         });
         let mut serving = Vec::new();
-        let mut tasks = Vec::new();
+        // Before the client listeners, so that a server answering clients has said all
+        // it says at start-up.
+        let mut tasks = admin.serve(server.clone());
         for (listener, security) in listeners {
             let addr = listener.local_addr()?;
             serving.push(match &security {

@@ -28,10 +28,15 @@
 //!   (`dataDir`); `image` is what a snapshot holds of the state machine.
 //! - `tls`: TLS on the client port and peer links, from PEM files; the `x509` identity
 //!   of a client certificate.
-//! - `metrics`: counters for `srvr` / `mntr`; `fatal`: the one way to die.
+//! - `metrics`: counters for `srvr` / `mntr` and the distributions `/metrics` exports;
+//!   `report`: what `srvr`, `mntr`, `cons`, ... report, rendered as text by `fourlw`
+//!   and as JSON by `admin`, the HTTP listener (`/commands`, `/metrics`, health);
+//!   `process_stats`: the process's CPU, memory and file descriptors;
+//!   `fatal`: the one way to die.
 //! - `sim` (tests only): the deterministic in-process ensemble.
 
 pub(crate) mod acl;
+pub(crate) mod admin;
 pub(crate) mod apply;
 pub mod config;
 pub(crate) mod conn;
@@ -49,8 +54,10 @@ pub(crate) mod liveness;
 pub(crate) mod metrics;
 pub(crate) mod monotonic;
 pub(crate) mod outbox;
+pub(crate) mod process_stats;
 pub(crate) mod query;
 pub(crate) mod replicated;
+pub(crate) mod report;
 pub(crate) mod server;
 pub(crate) mod session;
 #[cfg(test)]

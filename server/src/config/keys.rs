@@ -33,6 +33,7 @@ pub(super) struct Draft {
     peer_type: Option<PeerType>,
     quorum_listen_on_all_ips: Option<bool>,
     servers: BTreeMap<u64, ServerSpec>,
+    admin: admin::AdminDraft,
     tls: TlsDraft,
     pub(super) warnings: Vec<ConfigWarning>,
 }
@@ -159,6 +160,9 @@ impl Draft {
         if self.tls.apply(key, value, &mut self.warnings)? {
             return Ok(());
         }
+        if self.admin.apply(key, value, &mut self.warnings)? {
+            return Ok(());
+        }
         if let Some(id) = key.strip_prefix("server.") {
             let id = server_id(key, id)?;
             let server = parse_server(key, id, value)?;
@@ -234,6 +238,7 @@ impl Draft {
             &self.base_dir,
             &mut self.warnings,
         )?;
+        let admin = std::mem::take(&mut self.admin).finish(&mut self.warnings)?;
 
         let (server_id, ensemble, client_addr) = if self.servers.is_empty() {
             if let Some(configured) = self.peer_type {
@@ -300,6 +305,7 @@ impl Draft {
             group_commit_max_entries: self.group_commit_max_entries.unwrap_or(1000),
             server_id,
             ensemble,
+            admin,
             warnings: self.warnings,
         })
     }
@@ -387,8 +393,8 @@ pub(super) fn leaves_feature_off(value: &str) -> bool {
         .any(|off| value.eq_ignore_ascii_case(off))
 }
 
-/// ZooKeeper keys that tune the Java implementation (threads, caches, throttles, the
-/// admin and metrics servers, ...) and have no counterpart here.
+/// ZooKeeper keys that tune the Java implementation (threads, caches, throttles, ...)
+/// and have no counterpart here.
 /// Accepted in silence so a ZooKeeper `zoo.cfg` runs unchanged.
 pub(super) fn is_ignored(key: &str) -> bool {
     const KEYS: &[&str] = &[
@@ -446,13 +452,11 @@ pub(super) fn is_ignored(key: &str) -> bool {
         "watcherCleanThreshold",
     ];
     const PREFIXES: &[&str] = &[
-        "admin.",
         "fastleader.",
         "jvm.pause.",
         "kerberos.",
         "learner.",
         "leader.",
-        "metricsProvider.",
         "multiAddress.",
         "netty.",
         "observer.",

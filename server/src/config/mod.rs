@@ -29,6 +29,7 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod admin;
 mod ensemble;
 mod keys;
 mod properties;
@@ -37,6 +38,7 @@ mod tests;
 mod tls;
 mod values;
 
+pub use self::admin::{AdminServer, HttpListen};
 use self::ensemble::*;
 use self::keys::*;
 use self::properties::*;
@@ -120,6 +122,8 @@ pub struct Config {
     pub server_id: u64,
     /// The ensemble from the `server.N` lines; `None` when standalone.
     pub ensemble: Option<Ensemble>,
+    /// The HTTP listeners for operators (`admin.*`, `metricsProvider.*`).
+    pub admin: AdminServer,
     /// What the operator should hear about but that does not stop the server; the
     /// binary logs them with [`Config::log_warnings`].
     pub warnings: Vec<ConfigWarning>,

@@ -16,6 +16,7 @@ use raft::prelude::{Entry, EntryType, Message, Snapshot};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
 use crate::fatal::fatal;
+use crate::metrics::{observe_millis, RaftMetrics};
 use crate::monotonic::AtomicInstant;
 use crate::store::DurableStorage;
 use crate::txn::ORIGIN_LEN;
@@ -193,6 +194,10 @@ pub struct Status {
     synced_followers: AtomicU64,
     /// The index of the last entry applied (of any kind).
     applied: AtomicU64,
+    /// The index of the last entry known committed.
+    commit: AtomicU64,
+    /// Elections and snapshots, for `/metrics`.
+    pub metrics: RaftMetrics,
     /// On the leader: the newest time by which a majority of voters had answered it.
     leader_contact: AtomicInstant,
 }
@@ -221,6 +226,10 @@ impl Status {
 
     pub fn applied(&self) -> u64 {
         self.applied.load(Ordering::Acquire)
+    }
+
+    pub fn commit(&self) -> u64 {
+        self.commit.load(Ordering::Acquire)
     }
 
     /// What the raft loop would publish on a follower of `leader`.
@@ -304,7 +313,9 @@ impl Consensus {
             snapshot_ready: None,
             snapshots: SnapshotPolicy::new(config.snap_count, config.applied),
             has_state: config.has_state.clone(),
+            leaderless_since: Some(Instant::now()),
         };
+        raft_loop.status.metrics.looking.inc();
         let thread = std::thread::Builder::new()
             .name("raft".into())
             // Debug builds of raft-rs and the persistent maps use deep frames.
@@ -363,6 +374,8 @@ struct RaftLoop<A: Applier> {
     /// Confirmed read-index requests waiting for `applied` to reach their index.
     pending_reads: Vec<(u64, u64)>,
     has_state: Arc<AtomicBool>,
+    /// Since when this server has known no leader, for `election_time`.
+    leaderless_since: Option<Instant>,
 }
 
 /// Committed entry bytes handed out per `Ready` (raft-rs: `max_committed_size_per_ready`).
@@ -564,10 +577,24 @@ impl<A: Applier> RaftLoop<A> {
             }
             self.status.role.store(role as u8, Ordering::Release);
             self.status.leader.store(ss.leader_id, Ordering::Release);
+            match (ss.leader_id, self.leaderless_since) {
+                (0, None) => {
+                    self.leaderless_since = Some(Instant::now());
+                    self.status.metrics.looking.inc();
+                }
+                (leader, Some(since)) if leader != 0 => {
+                    observe_millis(&self.status.metrics.election_time, since.elapsed());
+                    self.leaderless_since = None;
+                }
+                _ => {}
+            }
             self.status
                 .term
                 .store(self.replica.node.raft.term, Ordering::Release);
         }
+        self.status
+            .commit
+            .store(self.replica.node.raft.raft_log.committed, Ordering::Release);
         // A leader's messages may go out before its own entries are durable.
         self.send(ready.take_messages());
         if !ready.snapshot().is_empty() {
@@ -639,6 +666,7 @@ impl<A: Applier> RaftLoop<A> {
         let storage = self.storage.clone();
         let conf_state = storage.conf_state();
         let done = self.proposer.tx.clone();
+        let snapshot_time = self.status.metrics.snapshot_time.clone();
         self.snapshots.started(index);
         let spawned = std::thread::Builder::new()
             .name("snapshot".into())
@@ -646,6 +674,7 @@ impl<A: Applier> RaftLoop<A> {
                 let started = Instant::now();
                 match storage.create_snapshot(index, conf_state, image) {
                     Ok(_) => {
+                        observe_millis(&snapshot_time, started.elapsed());
                         tracing::info!(
                             "snapshot at index {index} written in {:?}",
                             started.elapsed()

@@ -3,6 +3,7 @@
 //! compared with Apache ZooKeeper 3.8 running the same scenarios.
 
 mod acl_matrix;
+mod admin_http;
 mod backlog;
 mod bad_input;
 mod compat;
@@ -16,6 +17,7 @@ mod lifecycle;
 mod loadgen;
 mod memory;
 mod nodes;
+mod prometheus;
 mod reconfig;
 mod scale;
 mod sessions;

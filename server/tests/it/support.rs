@@ -259,6 +259,16 @@ impl Ensemble {
 
     /// [`Ensemble::start`] with extra zoo.cfg lines for every server.
     pub fn start_with(participants: usize, observers: usize, extra: &str) -> Ensemble {
+        Ensemble::start_each(participants, observers, |_| extra.to_owned())
+    }
+
+    /// [`Ensemble::start`] with extra zoo.cfg lines for server `i` (0-based) from
+    /// `extra_for(i)`.
+    pub fn start_each(
+        participants: usize,
+        observers: usize,
+        extra_for: impl Fn(usize) -> String,
+    ) -> Ensemble {
         let count = participants + observers;
         // Peer, election and client ports for every server, all distinct.
         let ports = free_ports(3 * count);
@@ -285,7 +295,10 @@ impl Ensemble {
                 } else {
                     "peerType=observer\n"
                 };
-                let extra = format!("initLimit=10\nsyncLimit=5\n{role}{server_lines}{extra}\n");
+                let extra = format!(
+                    "initLimit=10\nsyncLimit=5\n{role}{server_lines}{}\n",
+                    extra_for(i)
+                );
                 let config = dir.path().join("zoo.cfg");
                 std::fs::write(&config, common_config(dir.path(), port, &extra)).expect("config");
                 let log = dir.path().join("paddock.log");
@@ -388,6 +401,50 @@ fn start_zookeeper(extra: &str, quorum: bool, jvm_flags: &str) -> Server {
         .spawn()
         .expect("start zookeeper");
     wait_until_serving(child, dir, port, log)
+}
+
+/// Starts Apache ZooKeeper 3.8 standalone, like [`zookeeper`], with its AdminServer
+/// on 127.0.0.1:`admin_port`. Runs the server class directly: Debian's zkServer.sh
+/// leaves the servlet API, which Jetty needs, off the class path.
+pub fn zookeeper_with_admin(admin_port: u16) -> Server {
+    assert!(
+        zookeeper_installed(),
+        "Apache ZooKeeper is not installed: run scripts/test.sh, which installs it \
+         (or apt-get install zookeeper)"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let config = dir.path().join("zoo.cfg");
+    let extra = format!(
+        "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={admin_port}\n"
+    );
+    std::fs::write(&config, common_config(dir.path(), port, &extra)).expect("config");
+    let log = dir.path().join("zookeeper.log");
+    let child = Command::new("java")
+        .arg("-cp")
+        .arg("/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/servlet-api.jar")
+        .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+        .arg(&config)
+        .stdout(std::fs::File::create(&log).expect("log file"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start zookeeper");
+    wait_until_serving(child, dir, port, log)
+}
+
+/// `GET path` over HTTP/1.0 with a bounded wait: the status and the body, or None if
+/// nothing answered.
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_owned()))
 }
 
 fn wait_until_serving(child: Child, dir: tempfile::TempDir, port: u16, log: PathBuf) -> Server {

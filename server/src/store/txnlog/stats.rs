@@ -1,14 +1,23 @@
-//! Counters the log writer keeps for `mntr`: fsync latency and group-commit batch sizes.
-//! Written by the writer thread alone, read from anywhere.
+//! Counters the log writer keeps for `mntr`: fsync latency and group-commit batch sizes,
+//! and their distributions for `/metrics`. Written by the writer thread alone, read
+//! from anywhere.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use prometheus_client::metrics::histogram::Histogram;
+
+use crate::metrics::{count_histogram, millis_histogram, observe_millis};
+
 /// fsyncs slower than this are logged at warn, as ZooKeeper's `fsync.warningthresholdms`.
 pub const SLOW_FSYNC: Duration = Duration::from_secs(1);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LogStats {
+    /// ZooKeeper's `fsynctime`, in milliseconds.
+    pub fsync_time: Histogram,
+    /// Entries per group commit (ZooKeeper's `sync_processor_batch_size`).
+    pub batch_size: Histogram,
     fsyncs: AtomicU64,
     fsync_nanos_total: AtomicU64,
     fsync_nanos_max: AtomicU64,
@@ -57,6 +66,25 @@ impl LogStatsSnapshot {
     }
 }
 
+impl Default for LogStats {
+    fn default() -> Self {
+        LogStats {
+            fsync_time: millis_histogram(),
+            batch_size: count_histogram(),
+            fsyncs: AtomicU64::default(),
+            fsync_nanos_total: AtomicU64::default(),
+            fsync_nanos_max: AtomicU64::default(),
+            batches: AtomicU64::default(),
+            batch_entries_total: AtomicU64::default(),
+            last_batch_entries: AtomicU64::default(),
+            max_batch_entries: AtomicU64::default(),
+            bytes_written: AtomicU64::default(),
+            size_on_disk: AtomicU64::default(),
+            durable_index: AtomicU64::default(),
+        }
+    }
+}
+
 impl LogStats {
     pub fn snapshot(&self) -> LogStatsSnapshot {
         LogStatsSnapshot {
@@ -75,12 +103,14 @@ impl LogStats {
 
     pub(super) fn record_fsync(&self, took: Duration) {
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        observe_millis(&self.fsync_time, took);
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.fsync_nanos_total.fetch_add(nanos, Ordering::Relaxed);
         self.fsync_nanos_max.fetch_max(nanos, Ordering::Relaxed);
     }
 
     pub(super) fn record_batch(&self, entries: u64) {
+        self.batch_size.observe(entries as f64);
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.batch_entries_total
             .fetch_add(entries, Ordering::Relaxed);
