@@ -42,7 +42,17 @@ async fn one_leader_at_a_time_and_the_next_takes_over() {
                 observer.leader().await.unwrap().as_deref(),
                 Some(format!("candidate-{leader}").as_str())
             );
-            assert_eq!(observer.contenders().await.unwrap().len(), 3 - round);
+            // The other candidates may still be creating their nodes when the first
+            // leads: wait (bounded) for all of them to be queued.
+            let mut contenders = observer.contenders().await.unwrap().len();
+            for _ in 0..100 {
+                if contenders == 3 - round {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                contenders = observer.contenders().await.unwrap().len();
+            }
+            assert_eq!(contenders, 3 - round);
             // Nobody else is elected while the leader's session lives.
             let second = tokio::time::timeout(Duration::from_millis(500), leaders.recv()).await;
             assert!(second.is_err(), "two leaders at once");

@@ -170,7 +170,9 @@ async fn contenders_are_listed_holder_first() {
         assert_eq!(contenders, ["first", "second"]);
         held.release().await.unwrap();
         let got = waiting.await.unwrap().unwrap();
-        assert_eq!(got.wakeups(), 1);
+        // Woken at most once, by its predecessor's deletion (none if it had not set its
+        // watch yet when the lock was released).
+        assert!(got.wakeups() <= 1, "{} wakeups", got.wakeups());
         // Nodes that are not contenders are ignored.
         a.create(
             &format!("{path}/not-a-contender"),
