@@ -1,6 +1,7 @@
-//! A tree cache while the server it is connected to is killed (SIGKILL) in the middle
-//! of a stream of writes, on a three-server ensemble on loopback (Paddock's or Apache
-//! ZooKeeper's, as the test binary's target says). The writer works through the two
+//! A tree cache while the server it is connected to is killed (SIGKILL), or cut off
+//! (SIGSTOP: it answers neither its clients nor its peers, until SIGCONT brings it back
+//! behind the others), in the middle of a stream of writes, on a three-server ensemble
+//! on loopback (Paddock's or Apache ZooKeeper's, as the test binary's target says). The writer works through the two
 //! other servers and records every value it writes; the cache's events are then checked
 //! against that history: each is a state the writer made (its data, and its `mzxid`
 //! where the writer learnt it), each moves its node forward, none is repeated
@@ -85,19 +86,39 @@ async fn write_once(client: &Client, root: &str, rng: &mut Rng, n: usize, histor
     }
 }
 
+/// What happens to the cache's server a third of the way through the writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// SIGKILL: gone for good.
+    Kill,
+    /// SIGSTOP until the cache has moved to another server, then SIGCONT: the server
+    /// comes back behind the others, with the cache's old connection on it.
+    Pause,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_cache_misses_nothing_when_its_server_is_killed_mid_stream() {
-    misses_nothing_when_its_server_is_killed(false).await;
+    misses_nothing_when_its_server_fails(false, Fault::Kill).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_shot_tree_cache_misses_nothing_when_its_server_is_killed_mid_stream() {
-    misses_nothing_when_its_server_is_killed(true).await;
+    misses_nothing_when_its_server_fails(true, Fault::Kill).await;
 }
 
-// A test body, run by two tests (one per watch mode).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_cache_misses_nothing_when_its_server_is_cut_off_mid_stream() {
+    misses_nothing_when_its_server_fails(false, Fault::Pause).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_tree_cache_misses_nothing_when_its_server_is_cut_off_mid_stream() {
+    misses_nothing_when_its_server_fails(true, Fault::Pause).await;
+}
+
+// A test body, run by four tests (per watch mode and fault).
 #[allow(clippy::unwrap_used)]
-async fn misses_nothing_when_its_server_is_killed(one_shot: bool) {
+async fn misses_nothing_when_its_server_fails(one_shot: bool, fault: Fault) {
     crate::support::init_tracing();
     within(Duration::from_secs(240), async {
         let servers = tokio::task::spawn_blocking(|| start_ensemble(3))
@@ -155,17 +176,40 @@ async fn misses_nothing_when_its_server_is_killed(one_shot: bool) {
             history.insert("start".to_owned(), (format!("{root}/k{k}"), None));
         }
         let mut servers = servers;
+        let mut paused = None;
         for n in 0..WRITES {
             if n == WRITES / 3 {
                 let server = servers.remove(victim);
-                tokio::task::spawn_blocking(move || {
-                    server.kill9();
-                    drop(server);
-                })
-                .await
-                .unwrap();
+                match fault {
+                    Fault::Kill => tokio::task::spawn_blocking(move || {
+                        server.kill9();
+                        drop(server);
+                    })
+                    .await
+                    .unwrap(),
+                    Fault::Pause => {
+                        server.signal("STOP");
+                        paused = Some(server);
+                    }
+                }
             }
             write_once(&writer, &root, &mut rng, n, &mut history).await;
+        }
+        if let Some(server) = paused.take() {
+            // Back once the cache has given up on it and moved (its session lives on
+            // another server): its old connection, if the server still holds it, must
+            // not feed the cache anything stale.
+            within(Duration::from_secs(60), async {
+                while cache_client
+                    .server_addr()
+                    .is_none_or(|addr| addr.to_string() == hosts[victim])
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+            .await;
+            server.signal("CONT");
+            servers.push(server);
         }
         writer
             .create(&done, b"done", CreateMode::Persistent)
@@ -207,7 +251,7 @@ async fn misses_nothing_when_its_server_is_killed(one_shot: bool) {
             "only {reported} events for {WRITES} writes"
         );
         eprintln!(
-            "cache_kill (one-shot: {one_shot}): killed {}, cache moved to {}, {} events ({reported} created or changed)",
+            "cache_kill (one-shot: {one_shot}, {fault:?}): failed {}, cache moved to {}, {} events ({reported} created or changed)",
             hosts[victim],
             cache_client.server_addr().unwrap(),
             replay.events.len()

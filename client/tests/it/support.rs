@@ -153,6 +153,12 @@ rm -rf "$dir""#;
     /// Kills the server process with SIGKILL, as a crash would; the wrapper then only
     /// removes the directory on drop.
     pub fn kill9(&self) {
+        self.signal("KILL");
+    }
+
+    /// Sends the server process `SIG<name>` (STOP and CONT pause and resume it: to its
+    /// clients and peers, a server cut off and then back).
+    pub fn signal(&self, name: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
         let pid = loop {
             let pid = std::fs::read_to_string(self.dir.join("server.pid")).unwrap_or_default();
@@ -162,10 +168,10 @@ rm -rf "$dir""#;
             std::thread::sleep(Duration::from_millis(20));
         };
         let status = Command::new("kill")
-            .args(["-9", pid.trim()])
+            .args([format!("-{name}").as_str(), pid.trim()])
             .status()
             .expect("run kill");
-        assert!(status.success(), "kill -9 {} failed", pid.trim());
+        assert!(status.success(), "kill -{name} {} failed", pid.trim());
     }
 
     /// Polls the `srvr` four-letter word until the server reports its mode (standalone,
