@@ -20,7 +20,7 @@ struct Args {
     /// each cycle draws one.
     #[arg(long, default_value = "all")]
     nemesis: String,
-    /// Comma-separated workloads (register, unique, order, lock, ephemeral, watch) or `all`.
+    /// Comma-separated workloads (register, unique, order, lock, ephemeral, watch, cache) or `all`.
     #[arg(long, default_value = "all")]
     workload: String,
     /// Replays a run's random choices (printed by every run).

@@ -19,7 +19,7 @@ use crate::report::{Cycle, Report};
 use crate::rng::Rng;
 use crate::sessions::{self, CutOff, Sessions};
 use crate::workload::{
-    ensure, ephemeral::Ephemerals, listing, lock::Locks, order::Order, probe::Probe,
+    cache::Caches, ensure, ephemeral::Ephemerals, listing, lock::Locks, order::Order, probe::Probe,
     register::Register, unique::Unique, watch::Watches, Checked, Ctx,
 };
 
@@ -38,17 +38,20 @@ pub enum WorkloadKind {
     Ephemeral,
     /// One-shot watches.
     Watch,
+    /// Tree caches.
+    Cache,
 }
 
 impl WorkloadKind {
     /// Every workload.
-    pub const ALL: [WorkloadKind; 6] = [
+    pub const ALL: [WorkloadKind; 7] = [
         WorkloadKind::Register,
         WorkloadKind::Unique,
         WorkloadKind::Order,
         WorkloadKind::Lock,
         WorkloadKind::Ephemeral,
         WorkloadKind::Watch,
+        WorkloadKind::Cache,
     ];
 
     /// Its name on the command line.
@@ -60,6 +63,7 @@ impl WorkloadKind {
             WorkloadKind::Lock => "lock",
             WorkloadKind::Ephemeral => "ephemeral",
             WorkloadKind::Watch => "watch",
+            WorkloadKind::Cache => "cache",
         }
     }
 
@@ -133,6 +137,7 @@ struct Workloads {
     locks: Locks,
     ephemerals: Ephemerals,
     watches: Watches,
+    caches: Caches,
     probe: Probe,
 }
 
@@ -171,6 +176,9 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
     admin
         .retry(|c| async move { Watches::prepare(&c).await })
         .await?;
+    admin
+        .retry(|c| async move { Caches::prepare(&c).await })
+        .await?;
     let register = w.register.clone();
     admin
         .retry(|c| {
@@ -180,6 +188,9 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
         .await?;
 
     let mut handles: Vec<JoinHandle<()>> = Vec::new();
+    // The caches run on until the cluster is quiet, then record their mirrors.
+    let caches_quiet = CancellationToken::new();
+    let mut cache_handles: Vec<JoinHandle<()>> = Vec::new();
     let final_wait = options.session_timeout + Duration::from_secs(4);
     for server in 0..SERVERS {
         let seed = options.seed;
@@ -199,6 +210,10 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
                 WorkloadKind::Watch => {
                     handles.push(w.watches.spawn_writer(c.clone(), server, seed));
                     handles.push(w.watches.spawn_watcher(c, server, seed, final_wait));
+                }
+                WorkloadKind::Cache => {
+                    handles.push(w.caches.spawn_writer(c.clone(), server, seed));
+                    cache_handles.push(w.caches.spawn_cache(c, server, caches_quiet.clone()));
                 }
             }
         }
@@ -297,6 +312,18 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
     }
     let quiet = convergence::wait(&topology, &clock, options.converge_limit, true).await;
     violations.extend(quiet.violations);
+    caches_quiet.cancel();
+    let cache_limit = options.session_timeout * 6 + Duration::from_secs(10);
+    let cache_aborts: Vec<_> = cache_handles.iter().map(JoinHandle::abort_handle).collect();
+    if tokio::time::timeout(cache_limit, futures::future::join_all(cache_handles))
+        .await
+        .is_err()
+    {
+        println!("some caches did not stop within {cache_limit:?}; aborted");
+        cache_aborts
+            .iter()
+            .for_each(tokio::task::AbortHandle::abort);
+    }
     // Every owner's session has ended by now; give the quorum a session timeout (and a
     // tick) to expire those it could not close.
     tokio::time::sleep(options.session_timeout + options.timing.tick * 2).await;
@@ -338,6 +365,27 @@ pub async fn run(options: &Options) -> Result<Report, Error> {
                 w.ephemerals.check(&left)
             }
             WorkloadKind::Watch => w.watches.check(),
+            WorkloadKind::Cache => {
+                let mut finals = std::collections::BTreeMap::new();
+                for server in 0..SERVERS {
+                    let path = crate::workload::cache::node(server);
+                    let data = admin
+                        .retry(|c| {
+                            let path = path.clone();
+                            async move {
+                                c.sync(&path).await?;
+                                c.get_data(&path).await.map(|(data, _)| data)
+                            }
+                        })
+                        .await?;
+                    let value = std::str::from_utf8(&data)
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(-1);
+                    finals.insert(path, value);
+                }
+                w.caches.check(&finals)
+            }
         };
         checks.push(checked);
     }

@@ -8,11 +8,13 @@
 //! - [`lock`]: the lock recipe; believed holds never overlap, tokens grow.
 //! - [`ephemeral`]: ephemerals live exactly as long as their sessions.
 //! - [`watch`]: one-shot watches fire once per change, before newer data is read.
+//! - [`cache`]: tree caches miss, repeat and reorder no change.
 //! - [`probe`]: steady writes on every server, to measure how long writes stall.
 //!
 //! Every client is pinned to one server; a worker whose session ends starts a new one
 //! (a new process id, as Jepsen does after a crash).
 
+pub mod cache;
 pub mod ephemeral;
 pub mod lock;
 pub mod order;
