@@ -52,13 +52,17 @@ pub async fn run(
     let admin = Client::connect(&plan.servers, first)
         .await
         .with_context(|| format!("cannot connect to {}", plan.servers))?;
-    ensure_path(&admin, &plan.root).await?;
+    admin
+        .ensure_path(&plan.root)
+        .await
+        .with_context(|| format!("cannot create {}", plan.root))?;
     let base = plan.base();
     claim(&admin, &base).await?;
     let outcome = drive(&plan, &base, &options, interrupt, live).await;
     // This process's nodes go whatever happened; the root only once no process uses it.
-    if let Err(e) = delete_tree(&admin, &base).await {
-        tracing::warn!("could not clean {base} up: {e}");
+    match admin.delete_all(&base).await {
+        Ok(()) | Err(Error::Keeper(paddock_wire::ErrorCode::NoNode)) => {}
+        Err(e) => tracing::warn!("could not clean {base} up: {e}"),
     }
     match admin.delete(&plan.root, None).await {
         Ok(())
@@ -365,41 +369,4 @@ fn spawn_workers(ctx: &Ctx, clients: Vec<Client>) -> JoinSet<()> {
         }
     }
     workers
-}
-
-/// Creates `path` and any missing parents.
-async fn ensure_path(client: &Client, path: &str) -> anyhow::Result<()> {
-    let mut prefix = String::new();
-    for segment in path.split('/').filter(|s| !s.is_empty()) {
-        prefix.push('/');
-        prefix.push_str(segment);
-        scenario::ensure(client, &prefix, b"")
-            .await
-            .with_context(|| format!("cannot create {prefix}"))?;
-    }
-    Ok(())
-}
-
-/// Deletes `path` and everything below it.
-async fn delete_tree(client: &Client, path: &str) -> Result<(), Error> {
-    let mut stack = vec![(path.to_owned(), false)];
-    while let Some((node, expanded)) = stack.pop() {
-        if expanded {
-            match client.delete(&node, None).await {
-                Ok(()) | Err(Error::Keeper(paddock_wire::ErrorCode::NoNode)) => {}
-                Err(e) => return Err(e),
-            }
-            continue;
-        }
-        let children = match client.get_children(&node).await {
-            Ok(children) => children,
-            Err(Error::Keeper(paddock_wire::ErrorCode::NoNode)) => continue,
-            Err(e) => return Err(e),
-        };
-        stack.push((node.clone(), true));
-        for child in children {
-            stack.push((format!("{node}/{child}"), false));
-        }
-    }
-    Ok(())
 }
