@@ -26,7 +26,7 @@ pub mod watch;
 use std::future::Future;
 use std::time::Duration;
 
-use paddock_client::{Client, CreateMode, Error as ClientError, ErrorCode, ReadOp};
+use paddock_client::{Client, Error as ClientError, ReadOp};
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Topology;
@@ -124,16 +124,7 @@ impl Checked {
 
 /// Creates `path` (and its parents) as persistent nodes, tolerating `NodeExists`.
 pub async fn ensure(client: &Client, path: &str) -> Result<(), ClientError> {
-    let mut at = String::new();
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        at.push('/');
-        at.push_str(part);
-        match client.create(&at, b"", CreateMode::Persistent).await {
-            Ok(_) | Err(ClientError::Keeper(ErrorCode::NodeExists)) => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
+    client.ensure_path(path).await
 }
 
 /// The children of `parent` with their data, read after a `sync` (so as of the leader's
