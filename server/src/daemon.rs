@@ -70,6 +70,8 @@ pub struct Daemon {
 
 impl Daemon {
     pub async fn start(config: &Config) -> anyhow::Result<Daemon> {
+        // Uptime counts from here, restoring the state included.
+        let started = Instant::now();
         let settings = settings(config);
         let listeners = client_listeners(config).await?;
         let local_addr = listeners
@@ -199,7 +201,7 @@ impl Daemon {
             metrics,
             log_stats: storage.log_stats().clone(),
             shutdown: shutdown.clone(),
-            started: Instant::now(),
+            started,
         });
         let mut serving = Vec::new();
         // Before the client listeners, so that a server answering clients has said all
