@@ -7,6 +7,7 @@
 use paddock_wire::path;
 
 use crate::client::validate;
+use crate::recipes::join;
 use crate::{Client, CreateMode, Error, ErrorCode};
 
 /// Ops per multi: ZooKeeper's `ZKUtil` default batch.
@@ -132,15 +133,6 @@ impl Client {
 /// ZooKeeper's own nodes and the root cannot be deleted.
 fn deletable(node: &str) -> bool {
     node != "/" && node != "/zookeeper" && !node.starts_with("/zookeeper/")
-}
-
-/// `parent/child`, minding the root.
-fn join(parent: &str, child: &str) -> String {
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
-    }
 }
 
 #[cfg(test)]

@@ -280,7 +280,7 @@ fn millis(secs: f64) -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::Scenario;
 

@@ -111,25 +111,9 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
+    use crate::histlog::tests::info;
     use crate::histlog::{End, LogWriter};
-    use crate::plan::Scenario;
     use crate::stats::{histogram, Op, Percentiles};
-
-    fn info(id: &str) -> RunInfo {
-        RunInfo {
-            scenario: Scenario::CreateDelete,
-            servers: "127.0.0.1:2181".into(),
-            conns: 2,
-            total_conns: 2,
-            paths_per_conn: 1,
-            subs_per_path: 3,
-            data_size: 255,
-            get_after_notify: false,
-            rate: None,
-            client_ids: vec![id.into()],
-            interval: 1.0,
-        }
-    }
 
     /// A deterministic spread of latencies, different per process.
     fn samples(seed: u64, n: usize) -> Vec<u64> {
