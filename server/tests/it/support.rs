@@ -498,15 +498,20 @@ pub fn kazoo(server: &Server, scenario: &str) -> Vec<String> {
 /// [`kazoo`] with an explicit hosts argument (`;` separates the servers of scenarios
 /// that put clients on different servers).
 pub fn kazoo_hosts(hosts: &str, scenario: &str) -> Vec<String> {
+    run_kazoo_script("scenarios.py", &[hosts, scenario], Duration::from_secs(120))
+}
+
+/// Runs `tests/kazoo/<script>` with `args` (bounded by `limit`) and returns its output
+/// lines; fails the test, with both outputs, if the script fails.
+pub fn run_kazoo_script(script: &str, args: &[&str], limit: Duration) -> Vec<String> {
     require_kazoo();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/scenarios.py");
-    let output = run_bounded(
-        Command::new("python3").arg(script).arg(hosts).arg(scenario),
-        Duration::from_secs(120),
-    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/kazoo")
+        .join(script);
+    let output = run_bounded(Command::new("python3").arg(path).args(args), limit);
     assert!(
         output.status.success(),
-        "kazoo scenario {scenario} failed:\n{}\n{}",
+        "kazoo {script} {args:?} failed:\n{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );

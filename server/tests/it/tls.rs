@@ -22,8 +22,8 @@ use rcgen::{
 };
 
 use crate::support::{
-    free_port, paddock, require_kazoo, run_bounded, zookeeper_installed, zookeeper_with_jvm_flags,
-    Ensemble, Server, ZOOKEEPER_HOME,
+    free_port, paddock, run_bounded, run_kazoo_script, zookeeper_installed,
+    zookeeper_with_jvm_flags, Ensemble, Server, ZOOKEEPER_HOME,
 };
 
 /// Debian's zookeeper.jar names netty's handler in its class path but not the codec
@@ -269,28 +269,12 @@ fn zkcli_over_tls_and_x509_acls_match_apache_zookeeper() {
 }
 
 fn kazoo_tls(port: u16, certs: &Certs, scenario: &str, key_store: Option<&str>) -> Vec<String> {
-    require_kazoo();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kazoo/tls.py");
-    let mut command = Command::new("python3");
-    command
-        .arg(script)
-        .arg(format!("127.0.0.1:{port}"))
-        .arg(certs.path("ca.pem"))
-        .arg(scenario);
-    if let Some(key_store) = key_store {
-        command.arg(certs.path(key_store));
-    }
-    let output = run_bounded(&mut command, Duration::from_secs(60));
-    assert!(
-        output.status.success(),
-        "kazoo over TLS failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    let host = format!("127.0.0.1:{port}");
+    let ca = certs.path("ca.pem").to_string_lossy().into_owned();
+    let mut args = vec![host.as_str(), ca.as_str(), scenario];
+    let key_store = key_store.map(|k| certs.path(k).to_string_lossy().into_owned());
+    args.extend(key_store.as_deref());
+    run_kazoo_script("tls.py", &args, Duration::from_secs(60))
 }
 
 /// kazoo with `use_ssl=True`: with the client certificate it creates and reads an

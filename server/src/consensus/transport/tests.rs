@@ -176,6 +176,19 @@ async fn pair() -> Pair {
     pair_with(None).await
 }
 
+/// Addresses for servers 1 and 2 on 127.0.0.1 (free a moment ago), and the peer map.
+fn two_peers() -> ([SocketAddr; 2], HashMap<u64, SocketAddr>) {
+    let ports = [
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+    ];
+    let addrs = [
+        ports[0].local_addr().unwrap(),
+        ports[1].local_addr().unwrap(),
+    ];
+    (addrs, HashMap::from([(1, addrs[0]), (2, addrs[1])]))
+}
+
 /// [`pair`], with TLS peer links when `certs` are given.
 async fn pair_with(certs: Option<&PeerCerts>) -> Pair {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -183,13 +196,7 @@ async fn pair_with(certs: Option<&PeerCerts>) -> Pair {
     let receiver_dir = SnapshotDir::open(dirs.1.path()).unwrap();
     let shutdown = CancellationToken::new();
     let timing = LinkTiming::from_tick_time(Duration::from_millis(500));
-    let ports = [
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-    ];
-    let addrs: Vec<SocketAddr> = ports.iter().map(|l| l.local_addr().unwrap()).collect();
-    drop(ports);
-    let peers = HashMap::from([(1, addrs[0]), (2, addrs[1])]);
+    let (addrs, peers) = two_peers();
     let identity = |id| Identity {
         id,
         has_state: Arc::new(AtomicBool::new(true)),
@@ -451,13 +458,7 @@ async fn with_tls_only_peers_with_a_trusted_certificate_are_heard() {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let shutdown = CancellationToken::new();
     let timing = LinkTiming::from_tick_time(Duration::from_millis(500));
-    let ports = [
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-    ];
-    let addrs: Vec<SocketAddr> = ports.iter().map(|l| l.local_addr().unwrap()).collect();
-    drop(ports);
-    let peers = HashMap::from([(1, addrs[0]), (2, addrs[1])]);
+    let (addrs, peers) = two_peers();
     let identity = |id| Identity {
         id,
         has_state: Arc::new(AtomicBool::new(true)),
