@@ -104,9 +104,13 @@ fn count(n: impl TryInto<u64>) -> Value {
 /// name them) and values, in text's order.
 pub fn monitor(server: &Server) -> Vec<(&'static str, Value)> {
     let stats = server_stats(server);
-    let (ephemerals, data_size, digest, sessions) = {
+    // One read of the tree: the digest must be the one at `last_zxid` (replicas are
+    // compared on that pair), and a write applied between two reads would pair a zxid
+    // with a later digest.
+    let (last_zxid, ephemerals, data_size, digest, sessions) = {
         let db = server.replicated.db.read();
         (
+            db.last_zxid,
             db.tree.ephemeral_count(),
             db.tree.approximate_data_size(),
             db.tree.digest(),
@@ -133,7 +137,7 @@ pub fn monitor(server: &Server) -> Vec<(&'static str, Value)> {
         ("ephemerals_count", count(ephemerals)),
         ("approximate_data_size", count(data_size)),
         ("global_sessions", count(sessions)),
-        ("last_zxid", Value::Text(format!("{:#x}", stats.last_zxid))),
+        ("last_zxid", Value::Text(format!("{last_zxid:#x}"))),
         // The tree's digest at last_zxid: equal on replicas at the same zxid.
         ("tree_digest", Value::Text(format!("{digest:016x}"))),
         ("raft_term", count(server.health.status.term())),
