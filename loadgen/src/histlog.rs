@@ -336,6 +336,39 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_end_line_s_numbers_read_back_to_the_bit() {
+        // Decimal strings serde_json's default (fast, not correctly rounded) parser
+        // reads one ulp off; the merged report is compared with its parts exactly.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.hlog");
+        let writer = LogWriter::create(&path, &info("e"), SystemTime::UNIX_EPOCH).unwrap();
+        let (seconds, t, cpu) = (3.9669021739130397, 1.1170611382836821, 3.9669021739130397);
+        let sample = Sample {
+            t,
+            server: "pid 1".into(),
+            source: "proc".into(),
+            cpu_percent: Some(cpu),
+            rss_bytes: Some(1),
+            metrics: BTreeMap::new(),
+        };
+        writer
+            .end(&End {
+                seconds,
+                interrupted: false,
+                samples: vec![sample],
+            })
+            .unwrap();
+
+        let end = read(&path).unwrap().end.expect("an end line");
+        assert_eq!(end.seconds.to_bits(), seconds.to_bits());
+        assert_eq!(end.samples[0].t.to_bits(), t.to_bits());
+        assert_eq!(
+            end.samples[0].cpu_percent.map(f64::to_bits),
+            Some(cpu.to_bits())
+        );
+    }
+
+    #[test]
     fn a_foreign_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.hlog");
