@@ -203,17 +203,24 @@ impl Daemon {
             shutdown: shutdown.clone(),
             started,
         });
-        let mut serving = Vec::new();
-        // Before the client listeners, so that a server answering clients has said all
-        // it says at start-up.
+        // Said before the client listeners accept, so that a server answering clients
+        // has said all it says at start-up (tests and operators wait on the answer).
         let mut tasks = admin.serve(server.clone());
-        for (listener, security) in listeners {
+        let mut serving = Vec::new();
+        for (listener, security) in &listeners {
             let addr = listener.local_addr()?;
-            serving.push(match &security {
+            serving.push(match security {
                 Security::Plain => format!("{addr}"),
                 Security::Tls(_) => format!("{addr} (TLS)"),
                 Security::Unified(_) => format!("{addr} (plain and TLS)"),
             });
+        }
+        tracing::info!(
+            "paddock {} serving clients on {}",
+            env!("CARGO_PKG_VERSION"),
+            serving.join(", ")
+        );
+        for (listener, security) in listeners {
             tasks.push(tokio::spawn(crate::listener::run(
                 listener,
                 server.clone(),
@@ -225,11 +232,6 @@ impl Daemon {
             tokio::spawn(housekeeping.run()),
             tokio::spawn(autopurge(shutdown, storage, config.autopurge)),
         ]);
-        tracing::info!(
-            "paddock {} serving clients on {}",
-            env!("CARGO_PKG_VERSION"),
-            serving.join(", ")
-        );
         Ok(Daemon {
             server,
             local_addr,
