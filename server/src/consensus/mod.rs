@@ -3,6 +3,7 @@
 //!
 //! Named `consensus`, not `raft`, so it does not shadow the `raft` crate.
 
+mod after_fsync;
 mod contact;
 mod logger;
 mod lost_data;

@@ -5,7 +5,6 @@
 //! [`Applier`] in log order; every `snapCount` or so, the applier's image is written
 //! to a snapshot in the background and the log is compacted behind it.
 
-use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -21,6 +20,7 @@ use crate::monotonic::AtomicInstant;
 use crate::store::DurableStorage;
 use crate::txn::ORIGIN_LEN;
 
+use super::after_fsync::AfterFsync;
 use super::contact::QuorumContact;
 use super::logger::raft_logger;
 use super::lost_data;
@@ -95,17 +95,26 @@ enum Input {
 #[derive(Clone)]
 pub struct Proposer {
     tx: Sender<Input>,
+    after_fsync: Arc<AfterFsync>,
 }
 
 /// The channel between proposers and the raft thread, made before either exists.
 pub fn channel() -> (Proposer, Proposals) {
     let (tx, rx) = mpsc::channel();
-    (Proposer { tx }, Proposals { rx })
+    let after_fsync = Arc::new(AfterFsync::default());
+    (
+        Proposer {
+            tx,
+            after_fsync: after_fsync.clone(),
+        },
+        Proposals { rx, after_fsync },
+    )
 }
 
 /// The raft thread's end of [`channel`].
 pub struct Proposals {
     rx: Receiver<Input>,
+    after_fsync: Arc<AfterFsync>,
 }
 
 impl Proposer {
@@ -140,10 +149,13 @@ impl Proposer {
             .map_err(|_| ConsensusStopped)
     }
 
-    /// The hook the log writer calls after each fsync (on its own thread).
+    /// The hook the log writer calls after each fsync (on its own thread): sends the
+    /// votes and acks that waited for it, then tells the raft loop.
     pub fn persisted_hook(&self) -> impl FnMut(u64) + Send + 'static {
         let tx = self.tx.clone();
+        let after_fsync = self.after_fsync.clone();
         move |number| {
+            after_fsync.release(number);
             let _ = tx.send(Input::Persisted(number));
         }
     }
@@ -292,6 +304,7 @@ impl Consensus {
         status.applied.store(config.applied, Ordering::Release);
         let stop = Arc::new(AtomicBool::new(false));
         let observer = config.learners.contains(&config.id);
+        proposals.after_fsync.connect(transport.clone());
         let mut raft_loop = RaftLoop {
             stop: stop.clone(),
             replica: Replica::new(
@@ -309,7 +322,7 @@ impl Consensus {
             pending_reads: Vec::new(),
             storage,
             proposer,
-            unsent: VecDeque::new(),
+            after_fsync: proposals.after_fsync,
             snapshot_ready: None,
             snapshots: SnapshotPolicy::new(config.snap_count, config.applied),
             has_state: config.has_state.clone(),
@@ -357,8 +370,8 @@ struct RaftLoop<A: Applier> {
     /// For the background snapshot writer's report.
     proposer: Proposer,
     /// Each `Ready`'s persisted messages (votes, append responses), held until the
-    /// fsync that covers it.
-    unsent: VecDeque<(u64, Vec<Message>)>,
+    /// fsync that covers it; the log writer sends them.
+    after_fsync: Arc<AfterFsync>,
     /// A `Ready` that carried a snapshot, until it is durable: raft's applied index
     /// may not pass its persisted one, so `advance_apply` waits.
     snapshot_ready: Option<u64>,
@@ -625,6 +638,10 @@ impl<A: Applier> RaftLoop<A> {
         if ready.hs().is_some_and(|hs| hs.term > 0) {
             self.has_state.store(true, Ordering::Release);
         }
+        // Must not send votes or append acks before the fsync that covers them; held
+        // before the Ready reaches the writer, whose fsync releases them.
+        self.after_fsync
+            .hold(ready.number(), ready.take_persisted_messages());
         // Every Ready goes to the log writer, so its number is reported in order.
         if let Err(e) =
             self.storage
@@ -632,9 +649,6 @@ impl<A: Applier> RaftLoop<A> {
         {
             fatal(format_args!("appending to the raft log"), &e);
         }
-        // Must not send votes or append acks before the fsync that covers them.
-        self.unsent
-            .push_back((ready.number(), ready.take_persisted_messages()));
         self.replica.node.advance_append_async(ready);
         if self.snapshot_ready.is_none() {
             self.replica.node.advance_apply();
@@ -648,11 +662,6 @@ impl<A: Applier> RaftLoop<A> {
         if self.snapshot_ready.is_some_and(|n| n <= number) {
             self.snapshot_ready = None;
             self.replica.node.advance_apply();
-        }
-        while self.unsent.front().is_some_and(|(n, _)| *n <= number) {
-            if let Some((_, messages)) = self.unsent.pop_front() {
-                self.send(messages);
-            }
         }
     }
 

@@ -18,9 +18,11 @@
 //! message to raft. The leader reports the outcome to raft (`report_snapshot`): a
 //! failed or stalled transfer starts again from the beginning when raft retries.
 //!
-//! Sending never blocks the raft loop: each peer has a bounded queue drained by its own
-//! task, which batches what is queued into one write and reconnects with backoff. A
-//! full queue drops the message; raft retransmits.
+//! Sending never blocks the raft loop: a frame for an idle plain-TCP link is written
+//! at once by the sending thread, without blocking; the rest waits in the peer's
+//! bounded queue (`queue`), drained by the link's task, which batches what waits into
+//! one write and reconnects with backoff. A full queue drops the message; raft
+//! retransmits.
 //!
 //! A cut link must be noticed quickly, or a healed server would wait out TCP's
 //! retransmission back-off (tens of seconds) before it hears its peers again: an idle
@@ -48,9 +50,9 @@ use protobuf::Message as _;
 use raft::prelude::{Message, MessageType};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use self::queue::PeerQueue;
 use crate::store::snapshot::{snapshot_name, LoadedSnapshot, SnapshotDir};
 use crate::tls::PeerTls;
 
@@ -59,8 +61,6 @@ trait PeerIo: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> PeerIo for T {}
 type PeerStream = Box<dyn PeerIo>;
 
-/// Messages waiting for one peer before new ones are dropped.
-const PEER_QUEUE: usize = 4096;
 /// The largest peer frame accepted: a raft append of up to `max_size_per_msg` plus slack.
 const MAX_PEER_FRAME: usize = 64 * 1024 * 1024;
 
@@ -150,16 +150,10 @@ pub enum PeerEvent {
     },
 }
 
-enum Outgoing {
-    Raft(Message),
-    Report(LivenessReport),
-    Ack { seq: u64, commit: u64 },
-}
-
 /// The sending side: a bounded queue per peer.
 #[derive(Clone)]
 pub struct Transport {
-    peers: Arc<HashMap<u64, mpsc::Sender<Outgoing>>>,
+    peers: Arc<HashMap<u64, Arc<PeerQueue>>>,
     streams: Arc<SnapshotStreams>,
 }
 
@@ -215,7 +209,7 @@ impl Transport {
             if id == me.id {
                 continue;
             }
-            let (tx, rx) = mpsc::channel(PEER_QUEUE);
+            let queue = Arc::new(PeerQueue::default());
             let link = Link {
                 me: me.clone(),
                 peer: id,
@@ -223,8 +217,8 @@ impl Transport {
                 timing,
             };
             links.insert(id, link.clone());
-            tokio::spawn(link.run(rx, shutdown.clone()));
-            senders.insert(id, tx);
+            tokio::spawn(link.run(queue.clone(), shutdown.clone()));
+            senders.insert(id, queue);
         }
         Ok(Transport {
             peers: Arc::new(senders),
@@ -247,16 +241,21 @@ impl Transport {
                 continue;
             }
             if let Some(peer) = self.peers.get(&message.to) {
-                // Full or closed: drop it, raft retransmits what matters.
-                let _ = peer.try_send(Outgoing::Raft(message));
+                // Full: dropped, raft retransmits what matters.
+                peer.push(|out| encode_raft(out, &message));
             }
+        }
+        // One write per peer for the lot.
+        for peer in self.peers.values() {
+            peer.flush();
         }
     }
 
     /// Sends a liveness report to `leader`. Best effort: the next one repeats it.
     pub fn report(&self, leader: u64, report: LivenessReport) {
         if let Some(peer) = self.peers.get(&leader) {
-            let _ = peer.try_send(Outgoing::Report(report));
+            peer.push(|out| encode_report(out, &report));
+            peer.flush();
         }
     }
 
@@ -264,7 +263,8 @@ impl Transport {
     /// follower counts on the next one.
     pub fn ack(&self, follower: u64, seq: u64, commit: u64) {
         if let Some(peer) = self.peers.get(&follower) {
-            let _ = peer.try_send(Outgoing::Ack { seq, commit });
+            peer.push(|out| encode_ack(out, seq, commit));
+            peer.flush();
         }
     }
 }
@@ -325,7 +325,7 @@ struct Link {
 }
 
 impl Link {
-    async fn run(self, mut rx: mpsc::Receiver<Outgoing>, shutdown: CancellationToken) {
+    async fn run(self, queue: Arc<PeerQueue>, shutdown: CancellationToken) {
         let mut backoff = Duration::from_millis(50).min(self.timing.max_backoff);
         let mut reachable = true;
         loop {
@@ -340,8 +340,7 @@ impl Link {
                         tracing::info!(peer = self.peer, addr = %self.addr, "peer unreachable: {e}");
                         reachable = false;
                     }
-                    // Messages queued meanwhile are stale by the time we connect.
-                    while rx.try_recv().is_ok() {}
+                    queue.disconnected();
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
                         _ = shutdown.cancelled() => return,
@@ -355,7 +354,9 @@ impl Link {
                 reachable = true;
             }
             backoff = Duration::from_millis(50).min(self.timing.max_backoff);
-            match self.pump(stream, &mut rx, &shutdown).await {
+            let pumped = self.pump(stream, &queue, &shutdown).await;
+            queue.disconnected();
+            match pumped {
                 Ok(()) => return,
                 Err(e) => {
                     tracing::info!(peer = self.peer, addr = %self.addr, "peer link lost: {e}")
@@ -430,17 +431,13 @@ impl Link {
 
     /// Writes `bytes` and flushes them (a TLS session may hold some back), within the
     /// stall limit.
-    async fn write_bounded(&self, stream: &mut PeerStream, bytes: &[u8]) -> std::io::Result<()> {
-        let write = async {
-            stream.write_all(bytes).await?;
-            stream.flush().await
-        };
-        tokio::time::timeout(self.timing.stall_limit, write)
+    async fn write_bounded(&self, stream: &mut Connection, bytes: &[u8]) -> std::io::Result<()> {
+        tokio::time::timeout(self.timing.stall_limit, stream.write_all(bytes))
             .await
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "write stalled"))?
     }
 
-    async fn connect(&self) -> std::io::Result<PeerStream> {
+    async fn connect(&self) -> std::io::Result<Connection> {
         let timed_out = |what| std::io::Error::new(std::io::ErrorKind::TimedOut, what);
         let stream = tokio::time::timeout(self.timing.stall_limit, TcpStream::connect(self.addr))
             .await
@@ -448,7 +445,7 @@ impl Link {
         stream.set_nodelay(true)?;
         socket2::SockRef::from(&stream).set_tcp_user_timeout(Some(self.timing.unacked_limit))?;
         let Some(tls) = &self.me.tls else {
-            return Ok(Box::new(stream));
+            return Ok(Connection::Plain(Arc::new(stream)));
         };
         let name = tls.names.get(&self.peer).cloned().ok_or_else(|| {
             std::io::Error::other(format!("no TLS name for server.{}", self.peer))
@@ -457,63 +454,118 @@ impl Link {
             tokio::time::timeout(self.timing.stall_limit, tls.connector.connect(name, stream))
                 .await
                 .map_err(|_| timed_out("TLS handshake timed out"))??;
-        Ok(Box::new(secured))
+        Ok(Connection::Tls(Box::new(secured)))
     }
 
     /// Writes what is queued until the connection fails (an error) or the server
     /// shuts down (`Ok`).
     async fn pump(
         &self,
-        mut stream: PeerStream,
-        rx: &mut mpsc::Receiver<Outgoing>,
+        mut stream: Connection,
+        queue: &PeerQueue,
         shutdown: &CancellationToken,
     ) -> std::io::Result<()> {
-        let mut out = BytesMut::with_capacity(64 * 1024);
-        self.hello(&mut out);
+        let mut hello = BytesMut::new();
+        self.hello(&mut hello);
+        self.write_bounded(&mut stream, &hello).await?;
+        queue.connected(stream.direct());
         loop {
-            if !out.is_empty() {
-                self.write_bounded(&mut stream, &out).await?;
-                out.clear();
+            if let Some(batch) = queue.take() {
+                self.write_bounded(&mut stream, &batch).await?;
+                queue.written();
+                continue;
             }
-            let first = tokio::select! {
-                first = rx.recv() => first,
+            tokio::select! {
+                _ = queue.woken() => {}
                 _ = tokio::time::sleep(self.timing.keepalive) => {
-                    encode(&mut out, KIND_KEEPALIVE, |_| {});
-                    continue;
+                    queue.push(|out| encode(out, KIND_KEEPALIVE, |_| {}));
+                    queue.flush();
                 }
                 _ = shutdown.cancelled() => return Ok(()),
-            };
-            let Some(first) = first else { return Ok(()) };
-            push(&mut out, first);
-            // Batch whatever else is queued into the same write.
-            while out.len() < 1024 * 1024 {
-                match rx.try_recv() {
-                    Ok(next) => push(&mut out, next),
-                    Err(_) => break,
-                }
             }
         }
     }
 }
 
-fn push(out: &mut BytesMut, message: Outgoing) {
-    match message {
-        Outgoing::Raft(message) => match message.write_to_bytes() {
-            Ok(bytes) => encode(out, KIND_RAFT, |b| b.put_slice(&bytes)),
-            Err(e) => tracing::error!("cannot encode a raft message: {e}"),
-        },
-        Outgoing::Report(report) => encode(out, KIND_REPORT, |b| {
-            b.put_u64(report.seq);
-            b.put_u32(report.sessions.len() as u32);
-            for (session, age) in report.sessions {
-                b.put_i64(session);
-                b.put_u32(age);
+/// A link's connection: the task writes to either kind; senders write directly to a
+/// plain one (see `queue`).
+enum Connection {
+    Plain(Arc<TcpStream>),
+    Tls(PeerStream),
+}
+
+impl Connection {
+    fn direct(&self) -> Option<Arc<TcpStream>> {
+        match self {
+            Connection::Plain(stream) => Some(stream.clone()),
+            Connection::Tls(_) => None,
+        }
+    }
+
+    async fn write_all(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Connection::Plain(stream) => {
+                while !bytes.is_empty() {
+                    stream.writable().await?;
+                    match stream.try_write(bytes) {
+                        Ok(n) => bytes = &bytes[n..],
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
             }
-        }),
-        Outgoing::Ack { seq, commit } => encode(out, KIND_ACK, |b| {
-            b.put_u64(seq);
-            b.put_u64(commit);
-        }),
+            Connection::Tls(stream) => {
+                stream.write_all(bytes).await?;
+                stream.flush().await
+            }
+        }
+    }
+
+    /// For the snapshot stream, which also reads the peer's answer.
+    async fn read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
+        match self {
+            Connection::Plain(stream) => loop {
+                stream.readable().await?;
+                match stream.try_read_buf(buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    read => return read,
+                }
+            },
+            Connection::Tls(stream) => stream.read_buf(buf).await,
+        }
+    }
+}
+
+fn encode_report(out: &mut BytesMut, report: &LivenessReport) {
+    encode(out, KIND_REPORT, |b| {
+        b.put_u64(report.seq);
+        b.put_u32(report.sessions.len() as u32);
+        for (session, age) in &report.sessions {
+            b.put_i64(*session);
+            b.put_u32(*age);
+        }
+    })
+}
+
+fn encode_ack(out: &mut BytesMut, seq: u64, commit: u64) {
+    encode(out, KIND_ACK, |b| {
+        b.put_u64(seq);
+        b.put_u64(commit);
+    })
+}
+
+fn encode_raft(out: &mut BytesMut, message: &Message) {
+    let start = out.len();
+    let mut failed = None;
+    encode(out, KIND_RAFT, |b| {
+        if let Err(e) = message.write_to_writer(&mut b.writer()) {
+            failed = Some(e);
+        }
+    });
+    if let Some(e) = failed {
+        out.truncate(start);
+        tracing::error!("cannot encode a raft message: {e}");
     }
 }
 
@@ -825,6 +877,8 @@ fn next_frame(buf: &mut BytesMut) -> Result<Option<Bytes>, ReceiveError> {
     Ok(Some(buf.split_to(len).freeze()))
 }
 
+#[path = "transport/queue.rs"]
+mod queue;
 #[cfg(test)]
 #[path = "transport/tests.rs"]
 mod tests;

@@ -19,22 +19,26 @@
 //!      Must come before the entries of the same Ready, which follow the snapshot.
 //! 3. apply(ready.take_committed_entries())
 //!      raft-rs hands out only entries that are committed *and* durable locally.
-//! 4. storage.append(ready.number(), ready.take_entries(), ready.hs().cloned())?
+//! 4. after_fsync.hold(ready.number(), ready.take_persisted_messages())
+//!      Votes and append responses must not leave before the fsync that covers this
+//!      Ready (and its hard state, which may hold the vote). Held before step 5, so
+//!      the fsync cannot come first.
+//! 5. storage.append(ready.number(), ready.take_entries(), ready.hs().cloned())?
 //!      Every Ready, even one with no entries and no hard state, so that its number is
 //!      reported in order. Must come before advance_append_async: raft reads the entries
 //!      back from the cache at once. The hard state is recorded after the entries' fsync,
 //!      since its commit index may point at them.
-//! 5. pending.push_back((ready.number(), ready.take_persisted_messages()))
-//!      Votes and append responses must not leave before the fsync that covers this
-//!      Ready (and its hard state, which may hold the vote).
 //! 6. node.advance_append_async(ready)
 //! 7. node.advance_apply()                             // after step 3's entries applied
 //!      Except after a Ready that carried a snapshot: raft's applied index may not pass
 //!      its persisted one, so hold advance_apply until that Ready's on_persist_ready.
 //!
-//! on the `on_persisted(number)` callback (writer thread → raft loop's event channel):
-//! 8. node.on_persist_ready(number)
-//! 9. send every pending message list whose Ready number <= number
+//! on the writer thread, after each fsync (the hard state flushed first):
+//! 8. after_fsync.release(number): send every held message list whose Ready number
+//!      <= number, from this thread (a follower's ack leaves without waiting for the
+//!      raft loop)
+//! then on the `on_persisted(number)` callback (writer thread → raft loop's channel):
+//! 9. node.on_persist_ready(number)
 //! 10. loop back to has_ready(): the commit index moves, raft has more to say.
 //! ```
 //!

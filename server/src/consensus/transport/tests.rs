@@ -22,13 +22,13 @@ fn frames_round_trip() {
         term: 7,
         ..Default::default()
     };
-    push(&mut out, Outgoing::Raft(message.clone()));
+    encode_raft(&mut out, &message);
     let report = LivenessReport {
         seq: 9,
         sessions: vec![(1, 20), (-2, 0)],
     };
-    push(&mut out, Outgoing::Report(report.clone()));
-    push(&mut out, Outgoing::Ack { seq: 9, commit: 40 });
+    encode_report(&mut out, &report);
+    encode_ack(&mut out, 9, 40);
     let mut from = Some(3);
     let raft = decode(next_frame(&mut out).unwrap().unwrap(), &mut from).unwrap();
     assert!(matches!(raft, Some(PeerEvent::Raft(m)) if m == message));
@@ -49,7 +49,7 @@ fn frames_round_trip() {
 #[test]
 fn nothing_is_taken_before_the_hello_and_the_hello_says_who() {
     let mut out = BytesMut::new();
-    push(&mut out, Outgoing::Ack { seq: 1, commit: 1 });
+    encode_ack(&mut out, 1, 1);
     let mut from = None;
     let frame = next_frame(&mut out).unwrap().unwrap();
     assert!(decode(frame, &mut from).is_err());
@@ -425,14 +425,14 @@ fn forged_frames() -> BytesMut {
         b.put_u64(9);
         b.put_u8(1);
     });
-    push(
+    encode_raft(
         &mut out,
-        Outgoing::Raft(Message {
+        &Message {
             to: 1,
             from: 9,
             term: 99,
             ..Default::default()
-        }),
+        },
     );
     out
 }
