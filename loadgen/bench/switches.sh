@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Thread switches and server CPU per write: starts a 3-server Paddock ensemble, runs
+# one loadgen cell against its leader or a follower, and divides the servers' context
+# switches (all threads, voluntary and not) and user+system CPU by the writes the
+# leader's zxid advanced. Hand-offs between threads are what a single client's latency
+# is made of on this machine, and unlike latency this count hardly varies with noise.
+#
+# usage: loadgen/bench/switches.sh [leader|follower] [SCENARIO] [CONNS]
+#   PADDOCK_BIN=path/to/paddock to measure another build (A/B); DURATION=6
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+target=${1:-leader}
+scenario=${2:-create-delete}
+conns=${3:-1}
+duration=${DURATION:-6}
+cargo build --release -q --bin paddock --bin paddock-loadgen
+bin=${PADDOCK_BIN:-target/release/paddock}
+work=$(mktemp -d /tmp/paddock-switches.XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+ports=($(python3 -c '
+import socket
+held = [socket.socket() for _ in range(9)]
+for s in held: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in held))'))
+lines=""
+for i in 1 2 3; do lines+="server.$i=127.0.0.1:${ports[$((3*i-3))]}:${ports[$((3*i-2))]}"$'\n'; done
+for i in 1 2 3; do
+    dir="$work/s$i"
+    mkdir -p "$dir/data" "$dir/log"
+    echo "$i" > "$dir/data/myid"
+    cat > "$dir/zoo.cfg" <<CFG
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+dataLogDir=$dir/log
+clientPort=${ports[$((3*i-1))]}
+clientPortAddress=127.0.0.1
+forceSync=yes
+admin.enableServer=false
+4lw.commands.whitelist=*
+$lines
+CFG
+    "$bin" --config "$dir/zoo.cfg" 2> "$dir/out.log" &
+    pids+=("$!")
+done
+
+four() {  # four PORT WORD
+    python3 - "$1" "$2" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+s.sendall(sys.argv[2].encode())
+out = b""
+while chunk := s.recv(65536):
+    out += chunk
+print(out.decode())
+PY
+}
+leader="" follower=""
+for _ in $(seq 1 150); do
+    for i in 1 2 3; do
+        port=${ports[$((3*i-1))]}
+        case "$(four "$port" srvr 2>/dev/null | grep Mode || true)" in
+            *leader*) leader=$port ;;
+            *follower*) follower=$port ;;
+        esac
+    done
+    [ -n "$leader" ] && [ -n "$follower" ] && break
+    leader="" follower=""
+    sleep 0.2
+done
+[ -n "$leader" ] || { echo "no leader elected" >&2; exit 1; }
+
+counters() {  # switches and CPU seconds of the servers, all threads
+    python3 - "${pids[@]}" <<'PY'
+import glob, os, sys
+switches, cpu = 0, 0
+for pid in sys.argv[1:]:
+    for status in glob.glob(f"/proc/{pid}/task/*/status"):
+        for line in open(status):
+            if line.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")):
+                switches += int(line.split()[1])
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    cpu += int(fields[11]) + int(fields[12])
+print(switches, cpu / os.sysconf("SC_CLK_TCK"))
+PY
+}
+zxid() { four "$leader" srvr | awk '/^Zxid/ {print $2}'; }
+
+port=$leader
+[ "$target" = follower ] && port=$follower
+before=$(counters) zxid_before=$(zxid)
+summary=$(target/release/paddock-loadgen --servers "127.0.0.1:$port" --scenario "$scenario" \
+    --conns "$conns" --data-size 255 --duration "$duration" --warmup 1 --json)
+after=$(counters) zxid_after=$(zxid)
+python3 - "$before" "$after" "$zxid_before" "$zxid_after" "$summary" <<PY
+import json, sys
+before, after, z0, z1, summary = sys.argv[1:]
+(s0, c0), (s1, c1) = before.split(), after.split()
+writes = int(z1, 16) - int(z0, 16)
+latency = json.loads(summary)["latency"]
+print(f"$scenario, $conns connection(s) on the $target: {writes} writes, "
+      f"mean {latency['mean']:.3f} ms, p99 {latency['p99']} ms, "
+      f"{(int(s1) - int(s0)) / writes:.1f} switches/write, "
+      f"{(float(c1) - float(c0)) * 1e6 / writes:.0f} µs server CPU/write")
+PY
