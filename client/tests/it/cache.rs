@@ -43,7 +43,10 @@ impl Replay {
                 if let Some(before) = self.created.get(path) {
                     assert!(
                         node.stat.czxid > *before,
-                        "{path} created again with an older czxid"
+                        "{path} created again with an older czxid ({:#x}, was {before:#x}): \
+                         {event:?}\nafter these events (latest last):\n{}",
+                        node.stat.czxid,
+                        self.recent()
                     );
                 }
                 self.created.insert(path.clone(), node.stat.czxid);
@@ -122,6 +125,16 @@ impl Replay {
             "stray event {next:?} after the probe"
         );
         self.apply(next);
+    }
+
+    /// The last events applied, one per line, for a failure's message.
+    fn recent(&self) -> String {
+        let start = self.events.len().saturating_sub(40);
+        self.events[start..]
+            .iter()
+            .map(|event| format!("{event:?}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Whether the replay holds anything: the cache's root may have no parent held.
