@@ -609,7 +609,8 @@ impl<A: Applier> RaftLoop<A> {
             .commit
             .store(self.replica.node.raft.raft_log.committed, Ordering::Release);
         // A leader's messages may go out before its own entries are durable.
-        self.send(ready.take_messages());
+        let messages = self.replica.outgoing(ready.take_messages());
+        self.send(messages);
         if !ready.snapshot().is_empty() {
             // Must be durable, and the state replaced, before this Ready's entries.
             if let Err(e) = self.storage.apply_snapshot(ready.snapshot()) {
@@ -640,8 +641,8 @@ impl<A: Applier> RaftLoop<A> {
         }
         // Must not send votes or append acks before the fsync that covers them; held
         // before the Ready reaches the writer, whose fsync releases them.
-        self.after_fsync
-            .hold(ready.number(), ready.take_persisted_messages());
+        let acks = self.replica.outgoing(ready.take_persisted_messages());
+        self.after_fsync.hold(ready.number(), acks);
         // Every Ready goes to the log writer, so its number is reported in order.
         if let Err(e) =
             self.storage

@@ -6,19 +6,32 @@
 //! (two leaders in a term) or help elect a leader that lacks a committed write.
 //!
 //! So such a server **grants no vote or pre-vote and never campaigns** until it has
-//! caught up from a leader of the current term: its log holds, durably, the entries up
-//! to an index that leader had committed after committing an entry of its own term
-//! (either such an entry itself, or the index a ReadIndex the server asks for returns:
-//! raft-rs's leader answers a ReadIndex only once it has committed in its term). A
-//! leader commits an entry of its term only with a majority that accepted that term, so
-//! by then:
-//! - its log holds every committed entry (log matching), so whoever it votes for has
-//!   every committed write if it wins with its vote (the election restriction holds
-//!   again);
-//! - every term in which it could have voted before the loss is at most the current
-//!   term or belongs to an election that no majority completed: a majority accepted the
-//!   current term after the loss, and no server accepts an older term after a newer one.
-//!   It votes from then on only in terms later than the current one.
+//! caught up from a leader whose term is current, and **acknowledges nothing** (no
+//! append or heartbeat response) until it knows that term is current:
+//! - the leader's term is current once a majority *without this server* accepted it
+//!   after this server restarted: the server asks the leader for a ReadIndex and
+//!   withholds its own heartbeat response, so the answer means just that. A leader that
+//!   was paused while the others moved on still believes it leads; without this, the
+//!   blank server's acks alone made it a majority (in three) and it committed over
+//!   writes the blank server had acknowledged before its loss. After the answer, no
+//!   entry of a later term was committed with this server's help before the loss (such
+//!   a commit needs a majority that includes it, and that majority's other members
+//!   would refuse the older term; the two majorities meet), so acknowledging this
+//!   leader's entries breaks no earlier promise;
+//! - it has caught up once its log holds, durably, the index that ReadIndex returned
+//!   (raft-rs's leader answers a ReadIndex only once it has committed in its term, so
+//!   the index covers every committed entry). Then whoever it votes for has every
+//!   committed write if it wins with its vote (the election restriction holds again),
+//!   and every term in which it could have voted before the loss is at most the
+//!   current term or belongs to an election that no majority completed. It votes from
+//!   then on only in terms later than the current one.
+//!
+//! If the term changes before it has caught up, it asks again.
+//!
+//! What this cannot rule out, in five servers: a candidate that had its vote before the
+//! loss, was itself paused mid-election and unheard by the ReadIndex's majority, and
+//! resumes to finish the election in a term this server then votes in again. Only a
+//! new identity for the wiped server (removing and re-adding it) closes that.
 //!
 //! A server with no state at all is either new or wholly wiped, which it cannot tell on
 //! its own: peers say in their hello whether they have raft state. When a majority of
@@ -31,9 +44,9 @@
 //! caught up, before it votes; a server that crashes again meanwhile restarts as
 //! rejoining, not as an intact voter (its new hard state would look whole).
 //!
-//! [`crate::consensus::replica`] asks this guard before it steps a vote request and
-//! before it ticks (a follower's tick only drives its election timer); nothing else
-//! changes.
+//! [`crate::consensus::replica`] asks this guard before it steps a vote request, before
+//! it ticks (a follower's tick only drives its election timer) and before its messages
+//! leave; nothing else changes.
 
 use std::collections::HashSet;
 
@@ -51,12 +64,20 @@ pub struct VoteGuard {
     /// Blank at start: a majority of blank voters makes a new ensemble.
     blank: bool,
     blank_peers: HashSet<u64>,
-    /// The index a ReadIndex asked for while recovering came back with.
-    confirmed: Option<u64>,
+    /// The term a majority without this server confirmed (by answering the recovery
+    /// ReadIndex) and the index the answer came back with.
+    confirmed: Option<(u64, u64)>,
 }
 
-/// The context of the ReadIndex a recovering server asks for.
-pub const RECOVERY_READ: &[u8] = b"paddock:recovery";
+/// The context of the ReadIndex a recovering server asks for: the leader keys pending
+/// reads by context, so it names the server.
+pub fn recovery_read_context(me: u64) -> Vec<u8> {
+    let mut ctx = RECOVERY_READ.to_vec();
+    ctx.extend_from_slice(&me.to_be_bytes());
+    ctx
+}
+
+const RECOVERY_READ: &[u8] = b"paddock:recovery:";
 
 impl VoteGuard {
     pub fn new(me: u64, voters: Vec<u64>, on_disk: RaftStateOnDisk) -> Self {
@@ -75,6 +96,20 @@ impl VoteGuard {
 
     pub fn recovering(&self) -> bool {
         self.recovering
+    }
+
+    /// Whether this outgoing message must not leave: while rejoining, an acknowledgement
+    /// (an accepted append, a heartbeat response) to a leader whose term no majority
+    /// without this server has confirmed. Rejections count for nothing and may go.
+    pub fn withholds(&self, message: &Message) -> bool {
+        let acknowledges = match message.get_msg_type() {
+            MessageType::MsgAppendResponse => !message.reject,
+            MessageType::MsgHeartbeatResponse => true,
+            _ => false,
+        };
+        acknowledges
+            && self.recovering
+            && self.confirmed.is_none_or(|(term, _)| term != message.term)
     }
 
     /// Whether raft may step this message now.
@@ -112,21 +147,31 @@ impl VoteGuard {
         false
     }
 
-    /// Whether to ask the leader for a ReadIndex (with [`RECOVERY_READ`]) now.
-    pub fn wants_read_index(&self) -> bool {
-        self.recovering && self.confirmed.is_none()
+    /// Whether to ask the leader of `term` for a ReadIndex (with
+    /// [`recovery_read_context`]) now.
+    pub fn wants_read_index(&self, term: u64) -> bool {
+        self.recovering
+            && self
+                .confirmed
+                .is_none_or(|(confirmed, _)| confirmed != term)
     }
 
-    /// The leader answered the recovery ReadIndex with `index`.
-    pub fn read_confirmed(&mut self, index: u64) {
-        if self.recovering {
-            self.confirmed = Some(self.confirmed.map_or(index, |i| i.max(index)));
+    /// The leader of `term` answered the recovery ReadIndex with `index` (raft-rs
+    /// passes on only an answer of the follower's own term).
+    pub fn read_confirmed(&mut self, term: u64, index: u64) {
+        if !self.recovering {
+            return;
         }
+        self.confirmed = Some(match self.confirmed {
+            Some((same, earlier)) if same == term => (term, earlier.max(index)),
+            _ => (term, index),
+        });
     }
 
-    /// Ends recovery once this server's log holds, durably, what a leader of the
-    /// current term had committed after committing in its term. True when it ends now
-    /// (the caller must make that durable before this server votes).
+    /// Ends recovery once this server's log holds, durably, what the leader of the
+    /// current term had committed when a majority without this server confirmed that
+    /// term. True when it ends now (the caller must make that durable before this
+    /// server votes).
     pub fn check_caught_up<S: Storage>(&mut self, node: &RawNode<S>) -> bool {
         if !self.recovering {
             return false;
@@ -134,11 +179,10 @@ impl VoteGuard {
         let raft = &node.raft;
         let log = &raft.raft_log;
         let durable = log.committed.min(log.persisted);
-        let own_term_entry = log.committed > 0
-            && log.persisted >= log.committed
-            && log.term(log.committed).is_ok_and(|term| term == raft.term);
-        let read_confirmed = self.confirmed.is_some_and(|index| durable >= index);
-        let caught_up = raft.leader_id != 0 && (own_term_entry || read_confirmed);
+        let caught_up = raft.leader_id != 0
+            && self
+                .confirmed
+                .is_some_and(|(term, index)| term == raft.term && durable >= index);
         if caught_up {
             tracing::info!(
                 "caught up from leader {} at term {} (index {}): this server votes again",
@@ -183,6 +227,40 @@ mod tests {
         // Alone, or a learner: nothing to guard.
         assert!(!VoteGuard::new(1, vec![1], RaftStateOnDisk::Blank).recovering());
         assert!(!VoteGuard::new(4, vec![1, 2, 3], RaftStateOnDisk::Blank).recovering());
+    }
+
+    fn ack(kind: MessageType, term: u64, reject: bool) -> Message {
+        let mut m = vote_request(kind);
+        m.term = term;
+        m.reject = reject;
+        m
+    }
+
+    #[test]
+    fn acknowledgements_wait_for_a_majority_without_this_server_to_confirm_the_term() {
+        let mut guard = VoteGuard::new(1, vec![1, 2, 3], RaftStateOnDisk::Blank);
+        guard.peer_hello(2, true);
+        let append_ack = ack(MessageType::MsgAppendResponse, 4, false);
+        let heartbeat_ack = ack(MessageType::MsgHeartbeatResponse, 4, false);
+        let rejection = ack(MessageType::MsgAppendResponse, 4, true);
+        assert!(guard.withholds(&append_ack));
+        assert!(guard.withholds(&heartbeat_ack));
+        assert!(
+            !guard.withholds(&rejection),
+            "a rejection counts for nothing"
+        );
+        assert!(guard.wants_read_index(4));
+        guard.read_confirmed(4, 17);
+        assert!(!guard.wants_read_index(4));
+        assert!(!guard.withholds(&append_ack));
+        assert!(!guard.withholds(&heartbeat_ack));
+        // A new term is confirmed anew.
+        assert!(guard.wants_read_index(5));
+        assert!(guard.withholds(&ack(MessageType::MsgAppendResponse, 5, false)));
+        // An intact server withholds nothing.
+        let intact = VoteGuard::new(1, vec![1, 2, 3], RaftStateOnDisk::Intact);
+        assert!(!intact.withholds(&append_ack));
+        assert!(!intact.wants_read_index(4));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! raft-rs's `RawNode` with Paddock's rules around it, apart from any IO, so that the
 //! raft loop and the in-process simulated cluster (`crate::sim`) run the same code:
 //! - the vote guard of a server that lost its raft state (`recovery`): vote requests
-//!   are not stepped, and it does not tick (a follower's tick only drives its election
-//!   timer) but asks for the ReadIndex that ends its recovery;
+//!   are not stepped, its acknowledgements are withheld ([`Replica::outgoing`]) until
+//!   a majority without it confirms the leader's term, and it does not tick (a
+//!   follower's tick only drives its election timer) but asks for the ReadIndex that
+//!   confirms the term and ends its recovery;
 //! - the leader's record of which voters answered lately (`contact`);
 //! - the wiped-follower repair (`lost_data`).
 
@@ -14,7 +16,7 @@ use raft::{RawNode, Storage};
 
 use super::contact::QuorumContact;
 use super::lost_data;
-use super::recovery::{VoteGuard, RECOVERY_READ};
+use super::recovery::{recovery_read_context, VoteGuard};
 
 pub struct Replica<S: Storage> {
     pub node: RawNode<S>,
@@ -83,21 +85,44 @@ impl<S: Storage> Replica<S> {
         }
         if !self.guard.recovering() {
             self.node.tick();
-        } else if self.guard.wants_read_index() && self.node.raft.leader_id != 0 {
-            // The leader answers once it has committed in its term: the index it returns
-            // is one this server must hold before it votes.
-            self.node.read_index(RECOVERY_READ.to_vec());
+        } else if self.guard.wants_read_index(self.node.raft.term) && self.node.raft.leader_id != 0
+        {
+            // The leader answers once it has committed in its term and a majority
+            // (without this server, which withholds its heartbeat response) has
+            // confirmed the term: the index it returns is one this server must hold
+            // before it votes.
+            self.node
+                .read_index(recovery_read_context(self.node.raft.id));
         }
         false
     }
 
     /// Takes a confirmed read state if it is the recovery's own; `false` otherwise.
     pub fn take_recovery_read(&mut self, ctx: &[u8], index: u64) -> bool {
-        if ctx != RECOVERY_READ {
+        if ctx != recovery_read_context(self.node.raft.id).as_slice() {
             return false;
         }
-        self.guard.read_confirmed(index);
+        self.guard.read_confirmed(self.node.raft.term, index);
         true
+    }
+
+    /// The messages of a `Ready` (or of [`Replica::step`]) that may leave now: all of
+    /// them but the acknowledgements a rejoining server withholds.
+    pub fn outgoing(&self, mut messages: Vec<Message>) -> Vec<Message> {
+        messages.retain(|message| {
+            let withheld = self.guard.withholds(message);
+            if withheld {
+                tracing::debug!(
+                    "withholding a {:?} to {} at term {}: rejoining, and no majority \
+                     without this server has confirmed that term yet",
+                    message.get_msg_type(),
+                    message.to,
+                    message.term
+                );
+            }
+            !withheld
+        });
+        messages
     }
 
     /// True when the hello ended the rejoining (see [`Replica::tick`]).

@@ -74,12 +74,15 @@ pub enum Fault {
     Crash(u64),
     /// A crash that loses the server's raft state; it restarts blank.
     Wipe(u64),
+    /// SIGSTOP: no ticks, nothing handled or sent, until SIGCONT; then it carries on
+    /// with what it believed (a leader still believes it leads).
+    Pause(u64),
 }
 
 impl Fault {
     fn server(self) -> u64 {
         match self {
-            Fault::Isolate(id) | Fault::Crash(id) | Fault::Wipe(id) => id,
+            Fault::Isolate(id) | Fault::Crash(id) | Fault::Wipe(id) | Fault::Pause(id) => id,
         }
     }
 }
@@ -118,6 +121,8 @@ struct Server {
     db: Db,
     liveness: LivenessCore,
     up: bool,
+    /// When it was paused (SIGSTOP), while it is.
+    paused_at: Option<u64>,
     serving: bool,
     next_request: u64,
     /// The sessions whose clients are connected here, and when each was last heard.
@@ -175,6 +180,7 @@ impl Server {
             db: empty_db(),
             liveness: LivenessCore::new(serving_window(Duration::from_millis(TICK_TIME)), now),
             up: true,
+            paused_at: None,
             serving: false,
             // Unique to this incarnation, as the server's request ids are (`ids.rs`):
             // a replayed txn must never complete a request of the new incarnation.
@@ -186,6 +192,11 @@ impl Server {
 
     fn fresh_storage() -> MemStorage {
         MemStorage::new_with_conf_state(ConfState::from((VOTERS.to_vec(), vec![])))
+    }
+
+    /// Up and not paused: it ticks, handles messages and answers.
+    fn running(&self) -> bool {
+        self.up && self.paused_at.is_none()
     }
 
     fn is_leader(&self) -> bool {
@@ -237,6 +248,8 @@ type AppliedLog = HashMap<u64, Bytes>;
 
 pub struct Cluster {
     rng: Rng,
+    /// When in each raft tick each server ticks.
+    phases: Vec<u64>,
     base: Instant,
     now: u64,
     servers: Vec<Server>,
@@ -293,6 +306,7 @@ impl Cluster {
             })
             .collect();
         let mut cluster = Cluster {
+            phases: Vec::new(),
             drop_percent: 1 + rng.below(5),
             rng,
             base,
@@ -337,10 +351,7 @@ impl Cluster {
         // Faults overlap: each server has at most one, healed at its own time.
         let mut active: Vec<(Fault, u64)> = Vec::new();
         let mut wiped = false;
-        let phases: Vec<u64> = VOTERS
-            .iter()
-            .map(|_| self.rng.below(RAFT_TICK / STEP) * STEP)
-            .collect();
+        self.draw_phases();
         // Writes stop at RUN_FOR; then up to five seconds more for the replicas to agree.
         while self.now < RUN_FOR + 5_000 {
             let now = self.now;
@@ -363,20 +374,80 @@ impl Cluster {
                     self.heal(fault);
                 }
             }
-            self.deliver();
-            for (i, phase) in phases.iter().enumerate() {
-                if self.servers[i].up && self.now % RAFT_TICK == *phase {
-                    self.tick_server(i);
-                }
-                self.handle_ready(i);
-            }
-            self.drive_clients();
-            self.now += STEP;
+            self.step();
             if self.now >= RUN_FOR && self.converged() {
                 break;
             }
         }
         self.finish()
+    }
+
+    /// Each server ticks at its own phase within a raft tick.
+    fn draw_phases(&mut self) {
+        self.phases = VOTERS
+            .iter()
+            .map(|_| self.rng.below(RAFT_TICK / STEP) * STEP)
+            .collect();
+    }
+
+    /// One step of the virtual clock.
+    fn step(&mut self) {
+        self.deliver();
+        for i in 0..self.servers.len() {
+            if self.servers[i].running() && self.now % RAFT_TICK == self.phases[i] {
+                self.tick_server(i);
+            }
+            self.handle_ready(i);
+        }
+        self.drive_clients();
+        self.now += STEP;
+    }
+
+    /// A run whose faults the caller injects and heals ([`Cluster::inject`],
+    /// [`Cluster::heal`]) between stretches of [`Cluster::run_until`], for a scenario
+    /// the seeded schedule is unlikely to hit; [`Cluster::finish_script`] ends it.
+    pub fn scripted(seed: u64) -> Cluster {
+        let mut cluster = Cluster::new(seed);
+        cluster.draw_phases();
+        cluster
+    }
+
+    /// Steps until `done` holds (true) or `limit` virtual milliseconds pass (false).
+    pub fn run_until(&mut self, limit: u64, done: impl Fn(&Cluster) -> bool) -> bool {
+        let end = self.now + limit;
+        while self.now < end {
+            if done(self) {
+                return true;
+            }
+            self.step();
+        }
+        done(self)
+    }
+
+    /// Heals nothing: the caller healed what it injected. Runs to the end of the
+    /// schedule (writes stop at its usual time) and checks the invariants.
+    pub fn finish_script(mut self) -> SimReport {
+        while self.now < RUN_FOR + 5_000 {
+            self.step();
+            if self.now >= RUN_FOR && self.converged() {
+                break;
+            }
+        }
+        self.finish()
+    }
+
+    /// The server that leads, as it believes, with its term (the highest such term).
+    pub fn leader(&self) -> Option<(u64, u64)> {
+        self.servers
+            .iter()
+            .filter(|s| s.running() && s.is_leader())
+            .map(|s| (s.id, s.replica.node.raft.term))
+            .max_by_key(|(_, term)| *term)
+    }
+
+    /// Acknowledged writes so far.
+    pub fn acknowledged(&self) -> usize {
+        self.acknowledged.len()
     }
 
     /// A fault for a server that has none now, if any is left.
@@ -391,7 +462,8 @@ impl Cluster {
         }
         let id = free[self.rng.below(free.len() as u64) as usize];
         Some(match self.rng.below(10) {
-            0..=4 => Fault::Isolate(id),
+            0..=3 => Fault::Isolate(id),
+            4 => Fault::Pause(id),
             // One wipe per run at most: two would lose a majority's data.
             5 if !*wiped => {
                 *wiped = true;
@@ -401,11 +473,12 @@ impl Cluster {
         })
     }
 
-    fn inject(&mut self, fault: Fault) {
+    pub fn inject(&mut self, fault: Fault) {
         self.trace(|| format!("fault {fault:?}"));
         self.report.faults.push((self.now, fault));
         match fault {
             Fault::Isolate(id) => self.isolated.push(id),
+            Fault::Pause(id) => self.servers[Self::index(id)].paused_at = Some(self.now),
             Fault::Crash(id) | Fault::Wipe(id) => {
                 let server = &mut self.servers[Self::index(id)];
                 server.up = false;
@@ -423,11 +496,12 @@ impl Cluster {
         }
     }
 
-    fn heal(&mut self, fault: Fault) {
+    pub fn heal(&mut self, fault: Fault) {
         self.trace(|| format!("heal {fault:?}"));
         let now = self.at(self.now);
         match fault {
             Fault::Isolate(id) => self.isolated.retain(|cut| *cut != id),
+            Fault::Pause(id) => self.servers[Self::index(id)].paused_at = None,
             Fault::Crash(id) => {
                 let i = Self::index(id);
                 let storage = self.servers[i].storage.clone();
@@ -484,7 +558,8 @@ impl Cluster {
             }
             let message = entry.remove();
             let i = Self::index(message.to);
-            if !self.servers[i].up || !self.linked(message.from, message.to) {
+            // A paused server's socket buffers would hold it; dropping it is as good.
+            if !self.servers[i].running() || !self.linked(message.from, message.to) {
                 continue;
             }
             let now = self.at(self.now);
@@ -607,7 +682,7 @@ impl Cluster {
 
     /// raft-rs's `Ready`, persisted at once (the log is a `MemStorage`).
     fn handle_ready(&mut self, i: usize) {
-        if !self.servers[i].up || !self.servers[i].replica.node.has_ready() {
+        if !self.servers[i].running() || !self.servers[i].replica.node.has_ready() {
             return;
         }
         let id = self.servers[i].id;
@@ -626,7 +701,7 @@ impl Cluster {
                 }
             }
         }
-        let messages = ready.take_messages();
+        let messages = self.servers[i].replica.outgoing(ready.take_messages());
         self.send_all(id, messages);
         let committed = ready.take_committed_entries();
         self.apply_entries(i, committed);
@@ -644,7 +719,9 @@ impl Cluster {
                 store.set_hardstate(hs.clone());
             }
         }
-        let persisted = ready.take_persisted_messages();
+        let persisted = self.servers[i]
+            .replica
+            .outgoing(ready.take_persisted_messages());
         self.send_all(id, persisted);
         let mut light = self.servers[i].replica.node.advance(ready);
         if let Some(commit) = light.commit_index() {
@@ -654,7 +731,7 @@ impl Cluster {
                 .mut_hard_state()
                 .set_commit(commit);
         }
-        let messages = light.take_messages();
+        let messages = self.servers[i].replica.outgoing(light.take_messages());
         self.send_all(id, messages);
         let committed = light.take_committed_entries();
         self.apply_entries(i, committed);
@@ -817,10 +894,22 @@ impl Cluster {
     fn drive_clients(&mut self) {
         for c in 0..self.clients.len() {
             let now = self.now;
+            let server = Self::index(self.clients[c].server);
+            if self.clients[c].connected {
+                // A paused server answers nothing: the client gives up on the connection
+                // after its read timeout (two thirds of the session timeout), as
+                // ZooKeeper's does.
+                if let Some(since) = self.servers[server].paused_at {
+                    if now - since >= SESSION_TIMEOUT * 2 / 3 {
+                        self.close_connection(c, now);
+                    }
+                    continue;
+                }
+            }
             if self.clients[c].connected && now >= self.clients[c].next_ping {
                 // Pings go out whatever else is in flight.
-                let (server, session) = (self.clients[c].server, self.clients[c].session);
-                self.servers[Self::index(server)].heard.insert(session, now);
+                let session = self.clients[c].session;
+                self.servers[server].heard.insert(session, now);
                 self.clients[c].next_ping =
                     now + SESSION_TIMEOUT / 3 - self.rng.below(SESSION_TIMEOUT / 10);
             }
@@ -843,7 +932,7 @@ impl Cluster {
         let i = Self::index(server);
         // A server behind what the client saw refuses it (ZooKeeper's rule: the client
         // tries another), so a client never goes back in time.
-        if !self.servers[i].up
+        if !self.servers[i].running()
             || !self.servers[i].serving
             || self.servers[i].db.last_zxid < self.clients[c].last_zxid
         {

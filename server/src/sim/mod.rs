@@ -11,6 +11,9 @@
 //! the txn log's files (each replica's log is a `MemStorage`, persisted as each `Ready`
 //! is handled; a crash keeps it, a wipe replaces it), snapshots.
 //!
+//! Faults: isolation, crash, wipe and pause (SIGSTOP), on a seeded schedule, or
+//! scripted by a test ([`Cluster::scripted`]) for a scenario the schedule rarely hits.
+//!
 //! The invariants checked on every run:
 //! - **election safety**: at most one leader per term;
 //! - **state machine safety**: every replica applies the same txn at each index;
@@ -26,4 +29,4 @@ mod cluster;
 #[cfg(test)]
 mod tests;
 
-pub use cluster::{Cluster, Rng, SimReport};
+pub use cluster::{Cluster, Fault, Rng, SimReport};
