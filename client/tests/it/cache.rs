@@ -187,27 +187,45 @@ pub fn tree_of(nodes: &BTreeMap<String, CachedNode>) -> Tree {
         .collect()
 }
 
-/// The server's subtree at `root`, read after a `sync`.
+/// The server's subtree at `root`, read after a `sync`; read again from the start
+/// when the connection breaks meanwhile (a server of a loaded ensemble may close its
+/// clients' connections while it is out of touch with the quorum, as it must).
 pub async fn server_tree(client: &Client, root: &str) -> Tree {
-    client.sync(root).await.expect("sync");
+    const ATTEMPTS: usize = 20;
+    for _ in 1..ATTEMPTS {
+        match try_server_tree(client, root).await {
+            Ok(tree) => return tree,
+            Err(err) if err.is_retryable() => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(err) => panic!("reading the subtree {root}: {err}"),
+        }
+    }
+    try_server_tree(client, root)
+        .await
+        .unwrap_or_else(|err| panic!("reading the subtree {root}: {err}"))
+}
+
+async fn try_server_tree(client: &Client, root: &str) -> Result<Tree, Error> {
+    client.sync(root).await?;
     let mut tree = Tree::new();
     let mut todo = vec![root.to_owned()];
     while let Some(path) = todo.pop() {
         let (data, stat) = match client.get_data(&path).await {
             Ok(read) => read,
             Err(Error::Keeper(ErrorCode::NoNode)) => continue,
-            Err(err) => panic!("read {path}: {err}"),
+            Err(err) => return Err(err),
         };
         let children = match client.get_children(&path).await {
             Ok(children) => children,
             Err(Error::Keeper(ErrorCode::NoNode)) => continue,
-            Err(err) => panic!("list {path}: {err}"),
+            Err(err) => return Err(err),
         };
         tree.insert(path.clone(), (data, stat.czxid, stat.mzxid, stat.version));
         let base = if path == "/" { String::new() } else { path };
         todo.extend(children.iter().map(|c| format!("{base}/{c}")));
     }
-    tree
+    Ok(tree)
 }
 
 fn is_event(event: &CacheEvent, kind: char, path: &str) -> bool {
