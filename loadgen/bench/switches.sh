@@ -45,6 +45,7 @@ clientPort=${ports[$((3*i-1))]}
 clientPortAddress=127.0.0.1
 forceSync=yes
 admin.enableServer=false
+maxClientCnxns=0
 4lw.commands.whitelist=*
 $lines
 CFG

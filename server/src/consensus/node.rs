@@ -324,6 +324,8 @@ impl Consensus {
             proposer,
             after_fsync: proposals.after_fsync,
             snapshot_ready: None,
+            submitted_ready: 0,
+            persisted_ready: 0,
             snapshots: SnapshotPolicy::new(config.snap_count, config.applied),
             has_state: config.has_state.clone(),
             leaderless_since: Some(Instant::now()),
@@ -375,6 +377,10 @@ struct RaftLoop<A: Applier> {
     /// A `Ready` that carried a snapshot, until it is durable: raft's applied index
     /// may not pass its persisted one, so `advance_apply` waits.
     snapshot_ready: Option<u64>,
+    /// The number of the last `Ready` handed to the log writer, and of the last one
+    /// it reported durable: the writer has nothing in flight when they are equal.
+    submitted_ready: u64,
+    persisted_ready: u64,
     snapshots: SnapshotPolicy,
     inputs: Receiver<Input>,
     applier: A,
@@ -393,6 +399,9 @@ struct RaftLoop<A: Applier> {
 
 /// Committed entry bytes handed out per `Ready` (raft-rs: `max_committed_size_per_ready`).
 const MAX_COMMITTED_BYTES_PER_READY: u64 = 1024 * 1024;
+
+/// `Ready`s handled per turn of the loop at most.
+const READIES_PER_TURN: usize = 4;
 
 /// Inputs taken per turn of the loop, so a flood of writes can't starve ticks.
 const MAX_INPUTS_PER_TURN: usize = 4096;
@@ -569,11 +578,19 @@ impl<A: Applier> RaftLoop<A> {
         }
     }
 
-    /// Handles one `Ready` in raft-rs's documented order for asynchronous persistence.
+    /// Handles what raft has to say: a `Ready` finished here (one with nothing to make
+    /// durable) may leave another behind it, which should not wait for the next input.
     fn on_ready(&mut self) {
-        if !self.replica.node.has_ready() {
-            return;
+        for _ in 0..READIES_PER_TURN {
+            if !self.replica.node.has_ready() {
+                return;
+            }
+            self.handle_ready();
         }
+    }
+
+    /// Handles one `Ready` in raft-rs's documented order for asynchronous persistence.
+    fn handle_ready(&mut self) {
         let mut ready = self.replica.node.ready();
         if let Some(ss) = ready.ss() {
             let role = Role::of(ss.raft_state, self.observer);
@@ -639,18 +656,35 @@ impl<A: Applier> RaftLoop<A> {
         if ready.hs().is_some_and(|hs| hs.term > 0) {
             self.has_state.store(true, Ordering::Release);
         }
-        // Must not send votes or append acks before the fsync that covers them; held
-        // before the Ready reaches the writer, whose fsync releases them.
-        let acks = self.replica.outgoing(ready.take_persisted_messages());
-        self.after_fsync.hold(ready.number(), acks);
-        // Every Ready goes to the log writer, so its number is reported in order.
-        if let Err(e) =
-            self.storage
-                .append(ready.number(), ready.take_entries(), ready.hs().cloned())
-        {
-            fatal(format_args!("appending to the raft log"), &e);
+        let number = ready.number();
+        if !ready.must_sync() && self.persisted_ready >= self.submitted_ready {
+            // Nothing to make durable (at most a new commit index) and nothing in
+            // flight at the log writer: finish here, not by a round trip through it.
+            let messages = self.replica.outgoing(ready.take_persisted_messages());
+            self.send(messages);
+            if let Some(hs) = ready.hs() {
+                self.storage.note_commit(hs);
+            }
+            self.replica.node.advance_append_async(ready);
+            self.replica.node.on_persist_ready(number);
+            self.submitted_ready = number;
+            self.persisted_ready = number;
+        } else {
+            // Must not send votes or append acks before the fsync that covers them;
+            // held before the Ready reaches the writer, whose fsync releases them.
+            let acks = self.replica.outgoing(ready.take_persisted_messages());
+            self.after_fsync.hold(number, acks);
+            // Every such Ready goes to the log writer, so its number is reported in
+            // order.
+            if let Err(e) = self
+                .storage
+                .append(number, ready.take_entries(), ready.hs().cloned())
+            {
+                fatal(format_args!("appending to the raft log"), &e);
+            }
+            self.submitted_ready = number;
+            self.replica.node.advance_append_async(ready);
         }
-        self.replica.node.advance_append_async(ready);
         if self.snapshot_ready.is_none() {
             self.replica.node.advance_apply();
         }
@@ -659,6 +693,7 @@ impl<A: Applier> RaftLoop<A> {
 
     /// The log writer made every `Ready` up to `number` durable.
     fn on_persisted(&mut self, number: u64) {
+        self.persisted_ready = self.persisted_ready.max(number);
         self.replica.node.on_persist_ready(number);
         if self.snapshot_ready.is_some_and(|n| n <= number) {
             self.snapshot_ready = None;

@@ -29,6 +29,12 @@
 //!      back from the cache at once. The hard state is recorded after the entries' fsync,
 //!      since its commit index may point at them.
 //! 6. node.advance_append_async(ready)
+//! 5'. instead of 4–6, when the Ready need not be made durable (!ready.must_sync(): no
+//!      entries, snapshot, term or vote) and the writer has reported every earlier
+//!      Ready: send its persisted messages at once, storage.note_commit(hs), then
+//!      advance_append_async(ready) and on_persist_ready(ready.number()) on the raft
+//!      loop. A commit index alone needs no fsync, and the round trip through the
+//!      writer cost two thread switches per server per write.
 //! 7. node.advance_apply()                             // after step 3's entries applied
 //!      Except after a Ready that carried a snapshot: raft's applied index may not pass
 //!      its persisted one, so hold advance_apply until that Ready's on_persist_ready.
@@ -367,6 +373,21 @@ impl DurableStorage {
             ready_number,
         });
         Ok(())
+    }
+
+    /// A `Ready` with nothing to make durable (no entries, snapshot, term or vote; at
+    /// most a new commit index) whose earlier `Ready`s are all durable: the raft loop
+    /// finishes it without the writer (step 5'). Its hard state is kept here and not
+    /// written: the meta database records the commit index lazily, with the next hard
+    /// state that goes through the writer.
+    pub fn note_commit(&self, hard_state: &HardState) {
+        let mut core = self.core.write();
+        debug_assert_eq!(
+            (core.hard_state.term, core.hard_state.vote),
+            (hard_state.term, hard_state.vote),
+            "only the commit index may change without the writer"
+        );
+        core.hard_state.commit = core.hard_state.commit.max(hard_state.commit);
     }
 
     /// Step 2 of a `Ready` that carries a snapshot from the leader: writes it to
