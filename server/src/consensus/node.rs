@@ -11,7 +11,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use raft::prelude::{Entry, EntryType, Message, Snapshot};
+use raft::prelude::{Entry, EntryType, HardState, Message, Snapshot};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
 use crate::fatal::fatal;
@@ -326,6 +326,7 @@ impl Consensus {
             snapshot_ready: None,
             submitted_ready: 0,
             persisted_ready: 0,
+            unrecorded_hard_state: None,
             snapshots: SnapshotPolicy::new(config.snap_count, config.applied),
             has_state: config.has_state.clone(),
             leaderless_since: Some(Instant::now()),
@@ -381,6 +382,10 @@ struct RaftLoop<A: Applier> {
     /// it reported durable: the writer has nothing in flight when they are equal.
     submitted_ready: u64,
     persisted_ready: u64,
+    /// The hard state of a `Ready` finished here, not yet given to the writer: it goes
+    /// with the next `Ready` the writer takes, so the commit index the meta database
+    /// records lags by one write at most.
+    unrecorded_hard_state: Option<HardState>,
     snapshots: SnapshotPolicy,
     inputs: Receiver<Input>,
     applier: A,
@@ -664,6 +669,7 @@ impl<A: Applier> RaftLoop<A> {
             self.send(messages);
             if let Some(hs) = ready.hs() {
                 self.storage.note_commit(hs);
+                self.unrecorded_hard_state = Some(hs.clone());
             }
             self.replica.node.advance_append_async(ready);
             self.replica.node.on_persist_ready(number);

@@ -33,7 +33,8 @@
 //!      entries, snapshot, term or vote) and the writer has reported every earlier
 //!      Ready: send its persisted messages at once, storage.note_commit(hs), then
 //!      advance_append_async(ready) and on_persist_ready(ready.number()) on the raft
-//!      loop. A commit index alone needs no fsync, and the round trip through the
+//!      loop; that hs goes to the writer with the next Ready's append (unless the
+//!      next has its own). A commit index alone needs no fsync, and the round trip through the
 //!      writer cost two thread switches per server per write.
 //! 7. node.advance_apply()                             // after step 3's entries applied
 //!      Except after a Ready that carried a snapshot: raft's applied index may not pass
@@ -378,8 +379,8 @@ impl DurableStorage {
     /// A `Ready` with nothing to make durable (no entries, snapshot, term or vote; at
     /// most a new commit index) whose earlier `Ready`s are all durable: the raft loop
     /// finishes it without the writer (step 5'). Its hard state is kept here and not
-    /// written: the meta database records the commit index lazily, with the next hard
-    /// state that goes through the writer.
+    /// written: the raft loop hands it to the writer with the next `Ready` (the meta
+    /// database records the commit index lazily anyway).
     pub fn note_commit(&self, hard_state: &HardState) {
         let mut core = self.core.write();
         debug_assert_eq!(
