@@ -4,7 +4,7 @@
 //! binary, Paddock for the `paddock` one (`crate::TARGET`), with the same zoo.cfg.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -303,42 +303,8 @@ fn paddock_binary() -> PathBuf {
         .clone()
 }
 
-pub fn free_port() -> u16 {
-    free_ports(1)[0]
-}
-
-/// `n` distinct free ports: held together while chosen, so none is handed out twice.
-/// Taken below the kernel's ephemeral range (32768 and up by default), and from a
-/// process-wide cursor: a port from `bind(0)` sits in that range, where any outgoing
-/// connection (the tests make thousands) may take it as its local port between the
-/// choice and the server's own bind.
-fn free_ports(n: usize) -> Vec<u16> {
-    const FIRST: u16 = 20_000;
-    const SPAN: u16 = 12_000;
-    static CURSOR: OnceLock<std::sync::atomic::AtomicU32> = OnceLock::new();
-    let cursor = CURSOR.get_or_init(|| {
-        // Test binaries of a run start at different offsets.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        std::sync::atomic::AtomicU32::new(nanos ^ std::process::id())
-    });
-    let mut held = Vec::with_capacity(n);
-    for _ in 0..u32::from(SPAN) {
-        if held.len() == n {
-            break;
-        }
-        let next = cursor.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let port = FIRST + (next % u32::from(SPAN)) as u16;
-        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
-            held.push(listener);
-        }
-    }
-    assert_eq!(held.len(), n, "no {n} free ports from {FIRST}");
-    held.iter()
-        .map(|l| l.local_addr().expect("local addr").port())
-        .collect()
-}
+pub use paddock_testkit::free_port;
+use paddock_testkit::free_ports;
 
 pub fn four_letter(addr: &str, word: &str) -> Option<String> {
     let mut stream = TcpStream::connect(addr).ok()?;

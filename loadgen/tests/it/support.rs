@@ -3,7 +3,7 @@
 //! directory removed, when the ensemble drops; every wait is bounded.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -11,15 +11,7 @@ use std::time::{Duration, Instant};
 
 pub const LOADGEN: &str = env!("CARGO_BIN_EXE_paddock-loadgen");
 
-/// `n` distinct free ports: held together while chosen, so none is handed out twice.
-pub fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().expect("local addr").port())
-        .collect()
-}
+pub use paddock_testkit::free_ports;
 
 struct Member {
     child: Child,

@@ -3,7 +3,7 @@
 //! when its handle drops, and every wait is bounded.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -44,21 +44,7 @@ pub fn wait_until(limit: Duration, what: impl std::fmt::Display, mut done: impl 
     }
 }
 
-/// A port that was free a moment ago on 127.0.0.1.
-pub fn free_port() -> u16 {
-    free_ports(1)[0]
-}
-
-/// `n` distinct ports that were free a moment ago: all are held at once while they are
-/// chosen, so the system cannot hand the same one out twice.
-pub fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().expect("local addr").port())
-        .collect()
-}
+pub use paddock_testkit::{free_port, free_ports};
 
 /// A server process under test.
 pub struct Server {
