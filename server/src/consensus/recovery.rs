@@ -69,12 +69,23 @@ pub struct VoteGuard {
     confirmed: Option<(u64, u64)>,
 }
 
-/// The context of the ReadIndex a recovering server asks for: the leader keys pending
-/// reads by context, so it names the server.
-pub fn recovery_read_context(me: u64) -> Vec<u8> {
+/// The context of the ReadIndex a recovering server asks for in `term`: the leader
+/// keys pending reads by context, so it names the server; and it names the term, since
+/// the answer confirms the term the request was made in (the leader answers only a
+/// request of its own term), which may not be the server's term by the time the answer
+/// is handled.
+pub fn recovery_read_context(me: u64, term: u64) -> Vec<u8> {
     let mut ctx = RECOVERY_READ.to_vec();
     ctx.extend_from_slice(&me.to_be_bytes());
+    ctx.extend_from_slice(&term.to_be_bytes());
     ctx
+}
+
+/// The term of a recovery ReadIndex context of server `me`; `None` for any other.
+pub fn recovery_read_term(me: u64, ctx: &[u8]) -> Option<u64> {
+    let rest = ctx.strip_prefix(RECOVERY_READ)?;
+    let rest = rest.strip_prefix(me.to_be_bytes().as_slice())?;
+    Some(u64::from_be_bytes(rest.try_into().ok()?))
 }
 
 const RECOVERY_READ: &[u8] = b"paddock:recovery:";
@@ -156,8 +167,7 @@ impl VoteGuard {
                 .is_none_or(|(confirmed, _)| confirmed != term)
     }
 
-    /// The leader of `term` answered the recovery ReadIndex with `index` (raft-rs
-    /// passes on only an answer of the follower's own term).
+    /// The leader of `term` answered the recovery ReadIndex made in `term` with `index`.
     pub fn read_confirmed(&mut self, term: u64, index: u64) {
         if !self.recovering {
             return;
@@ -261,6 +271,15 @@ mod tests {
         let intact = VoteGuard::new(1, vec![1, 2, 3], RaftStateOnDisk::Intact);
         assert!(!intact.withholds(&append_ack));
         assert!(!intact.wants_read_index(4));
+    }
+
+    #[test]
+    fn a_recovery_read_names_its_server_and_term() {
+        let ctx = recovery_read_context(2, 7);
+        assert_eq!(recovery_read_term(2, &ctx), Some(7));
+        assert_eq!(recovery_read_term(3, &ctx), None, "another server's");
+        assert_eq!(recovery_read_term(2, &ctx[..ctx.len() - 1]), None);
+        assert_eq!(recovery_read_term(2, b"client read"), None);
     }
 
     #[test]

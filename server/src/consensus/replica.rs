@@ -16,7 +16,7 @@ use raft::{RawNode, Storage};
 
 use super::contact::QuorumContact;
 use super::lost_data;
-use super::recovery::{recovery_read_context, VoteGuard};
+use super::recovery::{recovery_read_context, recovery_read_term, VoteGuard};
 
 pub struct Replica<S: Storage> {
     pub node: RawNode<S>,
@@ -91,18 +91,18 @@ impl<S: Storage> Replica<S> {
             // (without this server, which withholds its heartbeat response) has
             // confirmed the term: the index it returns is one this server must hold
             // before it votes.
-            self.node
-                .read_index(recovery_read_context(self.node.raft.id));
+            let ctx = recovery_read_context(self.node.raft.id, self.node.raft.term);
+            self.node.read_index(ctx);
         }
         false
     }
 
     /// Takes a confirmed read state if it is the recovery's own; `false` otherwise.
     pub fn take_recovery_read(&mut self, ctx: &[u8], index: u64) -> bool {
-        if ctx != recovery_read_context(self.node.raft.id).as_slice() {
+        let Some(term) = recovery_read_term(self.node.raft.id, ctx) else {
             return false;
-        }
-        self.guard.read_confirmed(self.node.raft.term, index);
+        };
+        self.guard.read_confirmed(term, index);
         true
     }
 
