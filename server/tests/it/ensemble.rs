@@ -202,7 +202,14 @@ fn a_minority_acknowledges_no_write_and_the_majority_recovers() {
     // Server 0 alone can't commit: the write fails (after the proposal's timeout)
     // instead of being acknowledged.
     let during = create(&mut client, 2, "/during", CreateMode::Persistent);
-    assert_ne!(during, ErrorCode::Ok, "a minority acknowledged a write");
+    assert_ne!(
+        during,
+        ErrorCode::Ok,
+        "a minority acknowledged a write; the servers' logs:\n{}\n---\n{}\n---\n{}",
+        ensemble.servers[0].log_text(),
+        ensemble.servers[1].log_text(),
+        ensemble.servers[2].log_text()
+    );
     ensemble.servers[1].signal("CONT");
     ensemble.servers[2].signal("CONT");
     let addr = ensemble.servers[0].addr;

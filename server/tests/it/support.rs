@@ -75,7 +75,9 @@ impl Server {
             .unwrap_or(0)
     }
 
-    /// Sends a signal by name (`STOP`, `CONT`, `KILL`, `TERM`).
+    /// Sends a signal by name (`STOP`, `CONT`, `KILL`, `TERM`). A `STOP` returns once
+    /// every thread has stopped: the signal is delivered asynchronously, and a thread
+    /// still running on another CPU could, for instance, acknowledge one more write.
     pub fn signal(&self, name: &str) {
         let status = Command::new("kill")
             .arg(format!("-{name}"))
@@ -83,6 +85,40 @@ impl Server {
             .status()
             .expect("kill");
         assert!(status.success(), "kill -{name} failed");
+        if name == "STOP" {
+            self.wait_stopped(Duration::from_secs(5));
+        }
+    }
+
+    /// Waits until every thread of the process is stopped (state `T` in its
+    /// `/proc/PID/task/TID/stat`).
+    fn wait_stopped(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let tasks = format!("/proc/{}/task", self.pid());
+        loop {
+            let running: Vec<String> = std::fs::read_dir(&tasks)
+                .map(|dir| {
+                    dir.filter_map(Result::ok)
+                        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+                        .filter(|stat| {
+                            // The state follows the command name, which is in parentheses.
+                            let state = stat.rsplit_once(") ").map(|(_, rest)| rest);
+                            !state
+                                .is_some_and(|rest| rest.starts_with('T') || rest.starts_with('t'))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if running.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} threads still running {limit:?} after SIGSTOP",
+                running.len()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// `kill -9`, and waits for the process to be gone.
@@ -226,7 +262,10 @@ fn spawn_paddock(config: &Path, log: &Path) -> Child {
     Command::new(paddock_binary())
         .arg("--config")
         .arg(config)
-        .env("RUST_LOG", "info")
+        .env(
+            "RUST_LOG",
+            std::env::var("PADDOCK_TEST_RUST_LOG").unwrap_or_else(|_| "info".into()),
+        )
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -291,7 +330,10 @@ impl Ensemble {
                 let child = Command::new(paddock_binary())
                     .arg("--config")
                     .arg(&config)
-                    .env("RUST_LOG", "info")
+                    .env(
+                        "RUST_LOG",
+                        std::env::var("PADDOCK_TEST_RUST_LOG").unwrap_or_else(|_| "info".into()),
+                    )
                     .stdout(Stdio::null())
                     .stderr(std::fs::File::create(&log).expect("log file"))
                     .spawn()
