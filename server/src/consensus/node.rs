@@ -682,9 +682,17 @@ impl<A: Applier> RaftLoop<A> {
             self.after_fsync.hold(number, acks);
             // Every such Ready goes to the log writer, so its number is reported in
             // order.
+            // A newer hard state (term, vote, commit) replaces one finished here.
+            let hard_state = match ready.hs() {
+                Some(hs) => {
+                    self.unrecorded_hard_state = None;
+                    Some(hs.clone())
+                }
+                None => self.unrecorded_hard_state.take(),
+            };
             if let Err(e) = self
                 .storage
-                .append(number, ready.take_entries(), ready.hs().cloned())
+                .append(number, ready.take_entries(), hard_state)
             {
                 fatal(format_args!("appending to the raft log"), &e);
             }
