@@ -8,6 +8,7 @@
 #   DURATION=20 WARMUP=3 CONNS=400 to change the matrix; MATRIX="create-delete:255 ..."
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source loadgen/bench/lib.sh
 report=${1:-bench-report.md}
 duration=${DURATION:-20}
 warmup=${WARMUP:-3}
@@ -17,23 +18,7 @@ zk_home=/usr/share/zookeeper
 [ -x "$zk_home/bin/zkServer.sh" ] || { echo "install Apache ZooKeeper: apt-get install -y zookeeper" >&2; exit 2; }
 
 cargo build --release --bin paddock --bin paddock-loadgen
-work=$(mktemp -d /tmp/paddock-bench.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-# N distinct free ports, held together while chosen so none comes out twice.
-free_ports() {
-    python3 -c '
-import socket, sys
-held = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in held: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
-}
+bench_workdir paddock-bench
 
 # start_ensemble KIND -> sets $hosts and $server_pids
 start_ensemble() {

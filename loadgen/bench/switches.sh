@@ -9,26 +9,16 @@
 #   PADDOCK_BIN=path/to/paddock to measure another build (A/B); DURATION=6
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source loadgen/bench/lib.sh
 target=${1:-leader}
 scenario=${2:-create-delete}
 conns=${3:-1}
 duration=${DURATION:-6}
 cargo build --release -q --bin paddock --bin paddock-loadgen
 bin=${PADDOCK_BIN:-target/release/paddock}
-work=$(mktemp -d /tmp/paddock-switches.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
+bench_workdir paddock-switches
 
-ports=($(python3 -c '
-import socket
-held = [socket.socket() for _ in range(9)]
-for s in held: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in held))'))
+ports=($(free_ports 9))
 lines=""
 for i in 1 2 3; do lines+="server.$i=127.0.0.1:${ports[$((3*i-3))]}:${ports[$((3*i-2))]}"$'\n'; done
 for i in 1 2 3; do
