@@ -6,6 +6,7 @@
 #
 # usage: loadgen/bench/compare.sh [REPORT.md]
 #   DURATION=20 WARMUP=3 CONNS=400 to change the matrix; MATRIX="create-delete:255 ..."
+#   PADDOCK_BIN=path/to/paddock to measure another build
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source loadgen/bench/lib.sh
@@ -19,59 +20,6 @@ zk_home=/usr/share/zookeeper
 
 cargo build --release --bin paddock --bin paddock-loadgen
 bench_workdir paddock-bench
-
-# start_ensemble KIND -> sets $hosts and $server_pids
-start_ensemble() {
-    local kind=$1 lines="" ports=() i
-    local all=($(free_ports 9))
-    for i in 1 2 3; do
-        lines+="server.$i=127.0.0.1:${all[$((3*i-3))]}:${all[$((3*i-2))]}"$'\n'
-        ports+=("${all[$((3*i-1))]}")
-    done
-    server_pids=()
-    hosts=""
-    for i in 1 2 3; do
-        local dir="$work/$kind$i"
-        mkdir -p "$dir/data" "$dir/log"
-        echo "$i" > "$dir/data/myid"
-        cat > "$dir/zoo.cfg" <<CFG
-tickTime=2000
-initLimit=10
-syncLimit=5
-dataDir=$dir/data
-dataLogDir=$dir/log
-clientPort=${ports[$((i-1))]}
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-forceSync=yes
-4lw.commands.whitelist=*
-$lines
-CFG
-        if [ "$kind" = zookeeper ]; then
-            echo "admin.enableServer=false" >> "$dir/zoo.cfg"
-            SERVER_JVMFLAGS="-Xmx2g" ZOO_LOG_DIR="$dir" \
-                "$zk_home/bin/zkServer.sh" start-foreground "$dir/zoo.cfg" > "$dir/out.log" 2>&1 &
-        else
-            ./target/release/paddock --config "$dir/zoo.cfg" 2> "$dir/out.log" &
-        fi
-        pids+=("$!")
-        server_pids+=("$!")
-        hosts+="${hosts:+,}127.0.0.1:${ports[$((i-1))]}"
-    done
-    # Wait for a leader.
-    for _ in $(seq 1 300); do
-        for p in "${ports[@]}"; do
-            if python3 - "$p" <<'PY' 2>/dev/null | grep -q leader; then return 0; fi
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
-s.sendall(b"srvr"); print(s.recv(4096).decode())
-PY
-        done
-        sleep 0.2
-    done
-    echo "$kind ensemble did not elect a leader" >&2
-    exit 1
-}
 
 cpu_seconds() {  # summed user+system CPU of the given pids
     python3 - "$@" <<'PY'

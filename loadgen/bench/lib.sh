@@ -22,3 +22,59 @@ held = [socket.socket() for _ in range(int(sys.argv[1]))]
 for s in held: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
 }
+
+# start_ensemble KIND (paddock or zookeeper) -> sets $hosts and $server_pids, once the
+# ensemble has a leader: three servers on loopback, each with its own dataDir and
+# dataLogDir, forceSync=yes. Paddock is target/release/paddock or $PADDOCK_BIN;
+# ZooKeeper is $zk_home's zkServer.sh.
+start_ensemble() {
+    local kind=$1 lines="" ports=() i
+    local all=($(free_ports 9))
+    for i in 1 2 3; do
+        lines+="server.$i=127.0.0.1:${all[$((3*i-3))]}:${all[$((3*i-2))]}"$'\n'
+        ports+=("${all[$((3*i-1))]}")
+    done
+    server_pids=()
+    hosts=""
+    for i in 1 2 3; do
+        local dir="$work/$kind$i"
+        mkdir -p "$dir/data" "$dir/log"
+        echo "$i" > "$dir/data/myid"
+        cat > "$dir/zoo.cfg" <<CFG
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+dataLogDir=$dir/log
+clientPort=${ports[$((i-1))]}
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+forceSync=yes
+4lw.commands.whitelist=*
+$lines
+CFG
+        echo "admin.enableServer=false" >> "$dir/zoo.cfg"
+        if [ "$kind" = zookeeper ]; then
+            SERVER_JVMFLAGS="-Xmx2g" ZOO_LOG_DIR="$dir" \
+                "$zk_home/bin/zkServer.sh" start-foreground "$dir/zoo.cfg" > "$dir/out.log" 2>&1 &
+        else
+            "${PADDOCK_BIN:-./target/release/paddock}" --config "$dir/zoo.cfg" 2> "$dir/out.log" &
+        fi
+        pids+=("$!")
+        server_pids+=("$!")
+        hosts+="${hosts:+,}127.0.0.1:${ports[$((i-1))]}"
+    done
+    # Wait for a leader.
+    for _ in $(seq 1 300); do
+        for p in "${ports[@]}"; do
+            if python3 - "$p" <<'PY' 2>/dev/null | grep -q leader; then return 0; fi
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+s.sendall(b"srvr"); print(s.recv(4096).decode())
+PY
+        done
+        sleep 0.2
+    done
+    echo "$kind ensemble did not elect a leader" >&2
+    exit 1
+}

@@ -15,33 +15,11 @@ scenario=${2:-create-delete}
 conns=${3:-1}
 duration=${DURATION:-6}
 cargo build --release -q --bin paddock --bin paddock-loadgen
-bin=${PADDOCK_BIN:-target/release/paddock}
 bench_workdir paddock-switches
 
-ports=($(free_ports 9))
-lines=""
-for i in 1 2 3; do lines+="server.$i=127.0.0.1:${ports[$((3*i-3))]}:${ports[$((3*i-2))]}"$'\n'; done
-for i in 1 2 3; do
-    dir="$work/s$i"
-    mkdir -p "$dir/data" "$dir/log"
-    echo "$i" > "$dir/data/myid"
-    cat > "$dir/zoo.cfg" <<CFG
-tickTime=2000
-initLimit=10
-syncLimit=5
-dataDir=$dir/data
-dataLogDir=$dir/log
-clientPort=${ports[$((3*i-1))]}
-clientPortAddress=127.0.0.1
-forceSync=yes
-admin.enableServer=false
-maxClientCnxns=0
-4lw.commands.whitelist=*
-$lines
-CFG
-    "$bin" --config "$dir/zoo.cfg" 2> "$dir/out.log" &
-    pids+=("$!")
-done
+start_ensemble paddock
+IFS=, read -ra servers <<< "$hosts"
+ports=("${servers[@]##*:}")
 
 four() {  # four PORT WORD
     python3 - "$1" "$2" <<'PY'
@@ -56,8 +34,7 @@ PY
 }
 leader="" follower=""
 for _ in $(seq 1 150); do
-    for i in 1 2 3; do
-        port=${ports[$((3*i-1))]}
+    for port in "${ports[@]}"; do
         case "$(four "$port" srvr 2>/dev/null | grep Mode || true)" in
             *leader*) leader=$port ;;
             *follower*) follower=$port ;;
@@ -70,7 +47,7 @@ done
 [ -n "$leader" ] || { echo "no leader elected" >&2; exit 1; }
 
 counters() {  # switches and CPU seconds of the servers, all threads
-    python3 - "${pids[@]}" <<'PY'
+    python3 - "${server_pids[@]}" <<'PY'
 import glob, os, sys
 switches, cpu = 0, 0
 for pid in sys.argv[1:]:
