@@ -23,6 +23,7 @@
 //! - `shared_acl`: one allocation for the many nodes with equal ACLs.
 
 mod digest;
+mod key;
 mod multi;
 mod node;
 mod quota;
@@ -35,6 +36,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use imbl::{OrdMap, OrdSet};
+use key::{DirProbes, TreeKey, TreePath};
 use paddock_wire::path::{basename, parent};
 use paddock_wire::Acl;
 
@@ -48,12 +50,13 @@ const SPECIAL_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zooke
 /// All znodes, with indexes by session and by kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataTree {
-    /// Every node by full path, the root as `/`. Ordered, so a subtree is a key range
-    /// and snapshots list parents before children. Nodes are behind an `Arc` so the
-    /// map's 64-entry chunks hold 24 bytes per node rather than the whole node (about
-    /// 170 bytes): the chunks are a third empty on average, and a chunk is copied
-    /// whole when changed while a snapshot shares it.
-    nodes: OrdMap<Box<str>, Arc<Node>>,
+    /// Every node by full path, the root as `/`. Ordered by parent, then name (see
+    /// `key`), so a node's children are a key range (no node lists them) and snapshots
+    /// list parents before children. Nodes are behind an `Arc` so the map's 64-entry
+    /// chunks hold 24 bytes per node rather than the whole node (about 130 bytes): the
+    /// chunks are a third empty on average, and a chunk is copied whole when changed
+    /// while a snapshot shares it.
+    nodes: OrdMap<TreeKey, Arc<Node>>,
     /// The paths of each session's ephemeral nodes, for session close and expiry.
     ephemerals: OrdMap<i64, OrdSet<String>>,
     ephemeral_count: usize,
@@ -133,28 +136,25 @@ impl DataTree {
         // normally none (a list of every path would cost a copy of each).
         let mut unlinked = Vec::new();
         for (path, mut node) in nodes {
-            if tree.nodes.contains_key(path.as_str()) {
+            if tree.nodes.contains_key(TreePath::new(path.as_str())) {
                 return Err(RestoreError::Duplicate(path));
             }
             node.clear_children();
             if path != "/" {
                 let parent_path = parent(&path).unwrap_or("/");
-                if tree
-                    .update(parent_path, |p| p.add_child(basename(&path)))
-                    .is_none()
-                {
+                if tree.update(parent_path, Node::add_child).is_none() {
                     unlinked.push(path.clone());
                 }
             }
             tree.insert(path, node);
         }
-        if !tree.nodes.contains_key("/") {
+        if !tree.nodes.contains_key(TreePath::new("/")) {
             return Err(RestoreError::MissingRoot);
         }
         unlinked.sort_unstable();
         for path in unlinked {
             let parent_path = parent(&path).unwrap_or("/");
-            let linked = tree.update(parent_path, |p| p.add_child(basename(&path)));
+            let linked = tree.update(parent_path, Node::add_child);
             if linked.is_none() {
                 return Err(RestoreError::Orphan(path));
             }
@@ -165,7 +165,34 @@ impl DataTree {
     /// Every node with its path, parents before children (the order a snapshot
     /// writes them in).
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Node)> + '_ {
-        self.nodes.iter().map(|(path, node)| (&**path, &**node))
+        self.nodes
+            .iter()
+            .map(|(path, node)| (path.as_str(), &**node))
+    }
+
+    /// The names of `path`'s children, sorted (none if there is no such node).
+    pub fn children<'a>(&'a self, path: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.child_nodes(path).map(|(child, _)| basename(child))
+    }
+
+    /// `path`'s children with their paths, sorted by name.
+    fn child_nodes<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (&'a str, &'a Node)> + 'a {
+        let probes = DirProbes::children_of(path);
+        let dir = if path == "/" { "" } else { path };
+        self.nodes
+            .range::<_, TreePath>(probes.range())
+            .take_while(move |(key, _)| TreePath::new(key.as_str()).dir() == dir)
+            .map(|(key, node)| (key.as_str(), &**node))
+    }
+
+    /// Every node below `path` (not `/`) at any depth: its children, then the rest.
+    fn descendants<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (&'a str, &'a Node)> + 'a {
+        let deeper = DirProbes::below_children_of(path);
+        let deeper = self
+            .nodes
+            .range::<_, TreePath>(deeper.range())
+            .map(|(key, node)| (key.as_str(), &**node));
+        self.child_nodes(path).chain(deeper)
     }
 
     /// The number of znodes, the root included.
@@ -216,21 +243,21 @@ impl DataTree {
                 self.ttls.insert(path.clone());
             }
         }
-        self.nodes.insert(path.into_boxed_str(), Arc::new(node));
+        self.nodes.insert(TreeKey::from(path), Arc::new(node));
     }
 
     /// Inserts a node and adds it to its parent's children without touching the
     /// parent's stat: how ZooKeeper links its own nodes.
     fn insert_linked(&mut self, path: &str, node: Node) {
         let parent_path = parent(path).unwrap_or("/");
-        self.update(parent_path, |p| p.add_child(basename(path)));
+        self.update(parent_path, Node::add_child);
         self.insert(path.to_owned(), node);
     }
 
     /// Removes a node from the map and the indexes. Unlinking it from its parent is
     /// the caller's job.
     fn remove(&mut self, path: &str) -> Option<Node> {
-        let node = Arc::unwrap_or_clone(self.nodes.remove(path)?);
+        let node = Arc::unwrap_or_clone(self.nodes.remove(TreePath::new(path))?);
         self.digest = self.digest.wrapping_sub(node.digest(path));
         self.data_size -= size_of_node(path, &node);
         match node.kind() {
@@ -257,7 +284,7 @@ impl DataTree {
     /// Changes a node in place, keeping the digest and size current. The node's kind
     /// must not change (it never does: `ephemeralOwner` is fixed at create).
     fn update<R>(&mut self, path: &str, change: impl FnOnce(&mut Node) -> R) -> Option<R> {
-        let node = Arc::make_mut(self.nodes.get_mut(path)?);
+        let node = Arc::make_mut(self.nodes.get_mut(TreePath::new(path))?);
         let (digest_before, size_before) = (node.digest(path), size_of_node(path, node));
         let result = change(node);
         self.digest = self
@@ -320,7 +347,13 @@ mod tests {
         for (path, node) in tree.iter() {
             digest = digest.wrapping_add(node.digest(path));
             size += size_of_node(path, node);
-            for child in node.children() {
+            let children: Vec<&str> = tree.children(path).collect();
+            assert_eq!(
+                children.len(),
+                node.num_children() as usize,
+                "{path}'s count"
+            );
+            for child in children {
                 let child_path = if path == "/" {
                     format!("/{child}")
                 } else {
@@ -336,7 +369,8 @@ mod tests {
                     .node(parent(path).unwrap_or("/"))
                     .expect("parent exists");
                 assert!(
-                    parent_node.children().any(|c| c == basename(path)),
+                    tree.children(parent(path).unwrap_or("/"))
+                        .any(|c| c == basename(path)),
                     "{path} not linked"
                 );
                 assert!(
@@ -363,6 +397,9 @@ mod tests {
             .collect();
         indexed.sort();
         ephemerals.sort();
+        // The map's order is not the strings' (see `key`); the indexes are sorted sets.
+        containers.sort();
+        ttls.sort();
         assert_eq!(indexed, ephemerals);
         assert_eq!(
             tree.containers.iter().cloned().collect::<Vec<_>>(),

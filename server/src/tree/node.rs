@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use imbl::OrdSet;
 use paddock_wire::{Acl, Data, Stat};
 
 use super::digest;
@@ -112,7 +111,8 @@ impl StatPersisted {
     }
 }
 
-/// A znode. Cloning is cheap: data, ACL and the child set are shared.
+/// A znode. Cloning is cheap: data and ACL are shared. Its children are not listed
+/// here: the tree's map keeps siblings together (see `key`), and the node counts them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
     /// Null kept apart from empty, as ZooKeeper keeps it. Always an allocation of its
@@ -122,11 +122,7 @@ pub struct Node {
     /// between nodes with equal ACLs (see `shared_acl`).
     acl: Arc<[Acl]>,
     stat: StatPersisted,
-    /// `None` while the node has no children: most nodes are leaves, and an empty
-    /// persistent set still allocates a whole 64-key B-tree node (about 1.6 KiB for
-    /// these names). Never `Some` of an empty set, so equal nodes compare equal. Boxed,
-    /// so that a leaf pays 8 bytes for it, not 24.
-    children: Option<Box<OrdSet<Box<str>>>>,
+    num_children: u32,
     /// The digest of `data`, kept so a change to the stat or the children does not
     /// rehash large data.
     data_hash: u64,
@@ -139,7 +135,7 @@ impl Node {
             data: own_allocation(data),
             acl,
             stat,
-            children: None,
+            num_children: 0,
             data_hash,
         }
     }
@@ -160,20 +156,12 @@ impl Node {
         NodeKind::from_ephemeral_owner(self.stat.ephemeral_owner)
     }
 
-    /// Child names, sorted.
-    pub fn children(&self) -> impl Iterator<Item = &str> + '_ {
-        self.children
-            .iter()
-            .flat_map(|set| set.iter())
-            .map(|name| &**name)
-    }
-
-    pub fn num_children(&self) -> usize {
-        self.children.as_ref().map_or(0, |children| children.len())
+    pub fn num_children(&self) -> u32 {
+        self.num_children
     }
 
     pub fn has_children(&self) -> bool {
-        self.children.is_some()
+        self.num_children > 0
     }
 
     /// The stat clients see (`DataNode.copyStat`).
@@ -212,23 +200,18 @@ impl Node {
         &mut self.stat
     }
 
-    pub(super) fn add_child(&mut self, name: &str) {
-        self.children
-            .get_or_insert_with(Default::default)
-            .insert(name.into());
+    /// Counts a child the tree linked under this node.
+    pub(super) fn add_child(&mut self) {
+        self.num_children += 1;
     }
 
-    pub(super) fn remove_child(&mut self, name: &str) {
-        if let Some(children) = &mut self.children {
-            children.remove(name);
-            if children.is_empty() {
-                self.children = None;
-            }
-        }
+    /// Counts a child the tree unlinked from this node.
+    pub(super) fn remove_child(&mut self) {
+        self.num_children = self.num_children.saturating_sub(1);
     }
 
     pub(super) fn clear_children(&mut self) {
-        self.children = None;
+        self.num_children = 0;
     }
 
     /// This node's share of the tree digest.
@@ -289,7 +272,7 @@ mod tests {
             StatPersisted::new_node(4, 10, 0),
         );
         node.stat_mut().cversion = 2;
-        node.add_child("b");
+        node.add_child();
         let stat = node.to_stat();
         assert_eq!(
             (stat.cversion, stat.num_children, stat.data_length),

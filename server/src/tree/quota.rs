@@ -17,7 +17,6 @@
 //! have the same setting (as `extendedTypesEnabled`).
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use bytes::Bytes;
 use paddock_wire::ErrorCode;
@@ -103,15 +102,12 @@ impl DataTree {
     /// (never `/`) that has a limits node (ZooKeeper's `getMaxPrefixWithQuota`).
     pub(super) fn quota_root(&self, path: &str) -> Option<String> {
         // No quota anywhere: the common case costs one lookup.
-        if !self.nodes.get(QUOTA_ROOT)?.has_children() {
+        if !self.node(QUOTA_ROOT)?.has_children() {
             return None;
         }
         let mut candidate = path;
         while candidate.len() > 1 {
-            if self
-                .nodes
-                .contains_key(quota_node(candidate, LIMITS).as_str())
-            {
+            if self.contains(quota_node(candidate, LIMITS).as_str()) {
                 return Some(candidate.to_owned());
             }
             candidate = &candidate[..candidate.rfind('/')?];
@@ -172,16 +168,10 @@ impl DataTree {
             return;
         }
         let (count, bytes) = self
-            .nodes
-            .range::<_, str>((Bound::Included(quota_path), Bound::Unbounded))
-            // `/p!` sorts between `/p` and `/p/a`: skip such siblings, not stop at them.
-            .take_while(|(p, _)| p.starts_with(quota_path))
-            .filter(|(p, _)| {
-                &***p == quota_path
-                    || p.strip_prefix(quota_path)
-                        .is_some_and(|r| r.starts_with('/'))
-            })
-            .fold((0i64, 0i64), |(count, bytes), (_, node)| {
+            .node(quota_path)
+            .into_iter()
+            .chain(self.descendants(quota_path).map(|(_, node)| node))
+            .fold((0i64, 0i64), |(count, bytes), node| {
                 (count + 1, bytes + node.data().len() as i64)
             });
         let mut stats = StatsTrack::default();
@@ -191,8 +181,7 @@ impl DataTree {
     }
 
     fn track(&self, path: &str) -> StatsTrack {
-        self.nodes
-            .get(path)
+        self.node(path)
             .map(|node| StatsTrack::parse(&String::from_utf8_lossy(node.data())))
             .unwrap_or_default()
     }

@@ -2,10 +2,9 @@
 //! the node must exist (`NoNode`), then the caller needs READ (getACL: READ or ADMIN).
 //! Read paths are looked up as given, not validated: a malformed path names no node.
 
-use std::ops::Bound;
-
 use paddock_wire::{perms, Acl, Data, ErrorCode, Id, Stat};
 
+use super::key::TreePath;
 use super::node::Node;
 use super::DataTree;
 use crate::acl;
@@ -14,12 +13,17 @@ impl DataTree {
     /// The node at `path`, without permission checks (for the server's own use:
     /// watches, snapshots, four-letter words).
     pub fn node(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path).map(|node| &**node)
+        self.nodes.get(TreePath::new(path)).map(|node| &**node)
+    }
+
+    /// Whether a node is at `path`.
+    pub fn contains(&self, path: &str) -> bool {
+        self.nodes.contains_key(TreePath::new(path))
     }
 
     /// A node the caller may read with `perm`.
     fn readable(&self, path: &str, perm: i32, caller: &[Id]) -> Result<&Node, ErrorCode> {
-        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        let node = self.node(path).ok_or(ErrorCode::NoNode)?;
         acl::check(node.acl(), perm, caller)?;
         Ok(node)
     }
@@ -46,7 +50,8 @@ impl DataTree {
         caller: &[Id],
     ) -> Result<(Vec<String>, Stat), ErrorCode> {
         let node = self.readable(path, perms::READ, caller)?;
-        Ok((node.children().map(str::to_owned).collect(), node.to_stat()))
+        let children = self.children(path).map(str::to_owned).collect();
+        Ok((children, node.to_stat()))
     }
 
     /// The node's ACL and stat. READ or ADMIN is enough to ask; without ADMIN, digest
@@ -85,15 +90,7 @@ impl DataTree {
         let count = if path == "/" {
             self.nodes.len() - 1
         } else {
-            // Descendants are exactly the keys from "path/" up to, not including,
-            // "path0" ('0' follows '/').
-            let start = format!("{path}/");
-            let end = format!("{path}0");
-            let range = (
-                Bound::Included(start.as_str()),
-                Bound::Excluded(end.as_str()),
-            );
-            self.nodes.range::<_, str>(range).count()
+            self.descendants(path).count()
         };
         Ok(i32::try_from(count).unwrap_or(i32::MAX))
     }

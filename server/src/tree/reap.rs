@@ -36,8 +36,7 @@ impl DataTree {
             .iter()
             .chain(self.ttls.iter())
             .filter(|path| {
-                self.nodes
-                    .get(path.as_str())
+                self.node(path.as_str())
                     .is_some_and(|node| is_due(node, now, max_never_used_ms))
             })
             .cloned()
@@ -57,7 +56,7 @@ impl DataTree {
         ctx: &TxnContext<'_>,
     ) -> Result<Applied<()>, ErrorCode> {
         parent_for_delete(path)?;
-        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        let node = self.node(path).ok_or(ErrorCode::NoNode)?;
         if node.has_children() {
             return Err(ErrorCode::NotEmpty);
         }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use paddock_wire::path::{basename, validate_path};
+use paddock_wire::path::validate_path;
 use paddock_wire::{perms, Acl, CreateMode, Data, ErrorCode, EventType, Id, OpCode, Stat};
 
 use super::node::{Node, NodeKind, StatPersisted, MAX_TTL_MS};
@@ -212,7 +212,7 @@ impl DataTree {
         };
         let parent_path = if slash == 0 { "/" } else { &path[..slash] };
         let acl = acl::fixup(acl, ctx.caller)?;
-        let parent = self.nodes.get(parent_path).ok_or(ErrorCode::NoNode)?;
+        let parent = self.node(parent_path).ok_or(ErrorCode::NoNode)?;
         acl::check(parent.acl(), perms::CREATE, ctx.caller)?;
         let acl = shared_acl::share_with(acl, parent.acl());
         let path = if spec.sequential {
@@ -223,7 +223,7 @@ impl DataTree {
             path.to_owned()
         };
         validate_path(&path, false).map_err(|_| ErrorCode::BadArguments)?;
-        if self.nodes.contains_key(path.as_str()) {
+        if self.contains(path.as_str()) {
             return Err(ErrorCode::NodeExists);
         }
         // Containers and TTL nodes may have children; only session-owned nodes not.
@@ -241,9 +241,8 @@ impl DataTree {
             StatPersisted::new_node(ctx.zxid, ctx.time, kind.ephemeral_owner()),
         );
         let stat = node.to_stat();
-        let name = basename(&path);
         self.update(parent_path, |parent| {
-            parent.add_child(name);
+            parent.add_child();
             let stat = parent.stat_mut();
             let cversion = stat.cversion.wrapping_add(1);
             // As DataTree.createNode: only ever moves cversion forward.
@@ -275,11 +274,11 @@ impl DataTree {
         ctx: &TxnContext<'_>,
     ) -> Result<Applied<()>, ErrorCode> {
         let parent_path = parent_for_delete(path)?;
-        let parent = self.nodes.get(parent_path).ok_or(ErrorCode::NoNode)?;
+        let parent = self.node(parent_path).ok_or(ErrorCode::NoNode)?;
         // Before the node's existence: a caller without DELETE cannot probe for
         // children (3.8: NoAuth for a missing child of such a parent).
         acl::check(parent.acl(), perms::DELETE, ctx.caller)?;
-        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        let node = self.node(path).ok_or(ErrorCode::NoNode)?;
         next_version(node.stat().version, version)?;
         if node.has_children() {
             return Err(ErrorCode::NotEmpty);
@@ -299,7 +298,7 @@ impl DataTree {
         ctx: &TxnContext<'_>,
     ) -> Result<Applied<Stat>, ErrorCode> {
         validate(path)?;
-        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        let node = self.node(path).ok_or(ErrorCode::NoNode)?;
         acl::check(node.acl(), perms::WRITE, ctx.caller)?;
         let version = next_version(node.stat().version, version)?;
         let acl = node.acl().clone();
@@ -334,7 +333,7 @@ impl DataTree {
         validate(path)?;
         // Before the node lookup: an invalid ACL on a missing node is InvalidACL (3.8).
         let acl = acl::fixup(acl, ctx.caller)?;
-        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        let node = self.node(path).ok_or(ErrorCode::NoNode)?;
         acl::check(node.acl(), perms::ADMIN, ctx.caller)?;
         let acl = shared_acl::share_with(acl, node.acl());
         let aversion = next_version(node.stat().aversion, aversion)?;
@@ -355,7 +354,7 @@ impl DataTree {
     /// version matches. Changes nothing.
     pub fn check(&self, path: &str, version: i32, caller: &[Id]) -> Result<(), ErrorCode> {
         validate(path)?;
-        let node = self.nodes.get(path).ok_or(ErrorCode::NoNode)?;
+        let node = self.node(path).ok_or(ErrorCode::NoNode)?;
         acl::check(node.acl(), perms::READ, caller)?;
         next_version(node.stat().version, version).map(|_| ())
     }
@@ -390,7 +389,7 @@ impl DataTree {
         triggers.push(trigger(path, EventType::NodeDeleted, node.acl().clone()));
         let parent_path = paddock_wire::path::parent(path).unwrap_or("/");
         let parent_acl = self.update(parent_path, |parent| {
-            parent.remove_child(basename(path));
+            parent.remove_child();
             let stat = parent.stat_mut();
             if zxid > stat.pzxid {
                 stat.pzxid = zxid;

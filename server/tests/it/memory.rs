@@ -15,6 +15,9 @@
 //! `loadgen/bench/compare.sh` runs it); its live heap after a full GC is printed too.
 //! `PADDOCK_MEMORY_ZNODES` changes N (default 1,000,000); `PADDOCK_MEMORY_SYSTEMS` picks
 //! the systems (a comma list of `standalone`, `ensemble`, `zookeeper`; default all).
+//! `PADDOCK_MEMORY_TRIM=1` also has gdb call glibc's `malloc_trim(0)` in each Paddock
+//! server once it has settled and reports RSS again: what that gives back was free heap
+//! (freed chunks between live ones), not live data.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -138,6 +141,40 @@ fn settled_rss(server: &Server) -> u64 {
     last
 }
 
+/// With `PADDOCK_MEMORY_TRIM=1`: RSS after glibc gives its free pages back, in KiB.
+fn trimmed_rss(server: &Server) -> Option<u64> {
+    if std::env::var("PADDOCK_MEMORY_TRIM").is_err() {
+        return None;
+    }
+    let pid = server.pid().to_string();
+    let out = run_bounded(
+        Command::new("gdb").args([
+            "--batch",
+            "-p",
+            pid.as_str(),
+            "-ex",
+            "call (int) malloc_trim(0)",
+        ]),
+        Duration::from_secs(120),
+    );
+    if !out.status.success() {
+        println!(
+            "memory: gdb could not trim: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    Some(settled_rss(server))
+}
+
+/// Reports the settled RSS, and the trimmed one if asked for.
+fn report_settled(system: &str, when: &str, server: &Server, n: usize) {
+    report(system, when, settled_rss(server), n);
+    if let Some(trimmed) = trimmed_rss(server) {
+        report(system, &format!("{when}, trim"), trimmed, n);
+    }
+}
+
 fn report(system: &str, when: &str, rss_kib: u64, n: usize) {
     println!(
         "memory: {system:<22} {when:<14} RSS {:>6} MiB  {:>5} B/znode",
@@ -173,15 +210,10 @@ fn memory_per_znode() {
         let took = fill(&server.hosts(), n);
         println!("memory: standalone paddock: {n} creates in {took:?}");
         wait_for_znodes(&server, n);
-        report("paddock standalone", "after load", settled_rss(&server), n);
+        report_settled("paddock standalone", "after load", &server, n);
         server.restart();
         wait_for_znodes(&server, n);
-        report(
-            "paddock standalone",
-            "after restart",
-            settled_rss(&server),
-            n,
-        );
+        report_settled("paddock standalone", "after restart", &server, n);
     }
     if wanted("ensemble") {
         let ensemble = Ensemble::start(3, 0);
@@ -192,12 +224,7 @@ fn memory_per_znode() {
         for (i, server) in ensemble.servers.iter().enumerate() {
             let role = if i == leader { "leader" } else { "follower" };
             wait_for_znodes(server, n);
-            report(
-                &format!("paddock 3-node {role}"),
-                "after load",
-                settled_rss(server),
-                n,
-            );
+            report_settled(&format!("paddock 3-node {role}"), "after load", server, n);
         }
     }
     if wanted("zookeeper") && zookeeper_installed() {

@@ -1,0 +1,171 @@
+//! The order the tree's map keeps its paths in: by parent directory, then by name, so
+//! a node's children are one contiguous key range and no node stores a list of them.
+//!
+//! Paths compare as `(dir, name)`, split at the last `/`: `/a/b` is `("/a", "b")`, `/a`
+//! is `("", "a")` and the root `/` is `("", "")`. A parent's `dir` is a strict prefix of
+//! its children's, so parents still come before their children (the order snapshots
+//! are written in), and every child of `/a` lies between the probes `("/a", "")` and
+//! `("/a/", "")`, ahead of anything else that starts with `/a`.
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::ops::Bound;
+
+use ref_cast::RefCast;
+
+/// A path as the map orders it; borrowed from a [`TreeKey`] or made from any `&str`.
+#[derive(Debug, RefCast, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct TreePath(str);
+
+impl TreePath {
+    pub fn new(path: &str) -> &TreePath {
+        TreePath::ref_cast(path)
+    }
+
+    /// The part before the last `/` (empty for `/` and for the root's children).
+    pub fn dir(&self) -> &str {
+        self.split().0
+    }
+
+    fn split(&self) -> (&str, &str) {
+        self.0.rsplit_once('/').unwrap_or(("", &self.0))
+    }
+}
+
+impl Ord for TreePath {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.split().cmp(&other.split())
+    }
+}
+
+impl PartialOrd for TreePath {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// An owned path: the tree map's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeKey(Box<str>);
+
+impl TreeKey {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for TreeKey {
+    fn from(path: String) -> Self {
+        TreeKey(path.into_boxed_str())
+    }
+}
+
+impl Borrow<TreePath> for TreeKey {
+    fn borrow(&self) -> &TreePath {
+        TreePath::new(&self.0)
+    }
+}
+
+impl Ord for TreeKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        TreePath::new(&self.0).cmp(TreePath::new(&other.0))
+    }
+}
+
+impl PartialOrd for TreeKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The probes around a directory's entries: `("dir", "")` and `("dir/", "")`, as
+/// strings `dir/` and `dir//`. Keys between them have `dir` itself as their dir, or one
+/// of `dir`'s siblings that sorts before `dir/` (`dir!x`): stop at the first key whose
+/// dir is not `dir`.
+pub struct DirProbes {
+    start: String,
+    end: String,
+}
+
+impl DirProbes {
+    /// For the children of `parent` (`/` for the root's).
+    pub fn children_of(parent: &str) -> Self {
+        let dir = if parent == "/" { "" } else { parent };
+        DirProbes {
+            start: format!("{dir}/"),
+            end: format!("{dir}//"),
+        }
+    }
+
+    /// For the nodes below the children of `parent` (not `/`): their dirs are exactly
+    /// the strings that start with `parent/`, which sort from `parent/` up to, not
+    /// including, `parent0` ('0' follows '/').
+    pub fn below_children_of(parent: &str) -> Self {
+        DirProbes {
+            start: format!("{parent}//"),
+            end: format!("{parent}0/"),
+        }
+    }
+
+    pub fn range(&self) -> (Bound<&TreePath>, Bound<&TreePath>) {
+        (
+            // The start probe names an empty child, which no node has; the root's
+            // probe `/` is the root itself, which is not its own child.
+            Bound::Excluded(TreePath::new(&self.start)),
+            Bound::Excluded(TreePath::new(&self.end)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn sorted(paths: &[&str]) -> Vec<String> {
+        let mut keys: Vec<TreeKey> = paths.iter().map(|p| TreeKey::from(p.to_string())).collect();
+        keys.sort();
+        keys.iter().map(|k| k.as_str().to_owned()).collect()
+    }
+
+    #[test]
+    fn siblings_are_together_and_parents_come_first() {
+        assert_eq!(
+            sorted(&["/a/b/c", "/a-x/y", "/a/c", "/a", "/b", "/", "/a/b", "/a-x"]),
+            ["/", "/a", "/a-x", "/b", "/a/b", "/a/c", "/a-x/y", "/a/b/c"]
+        );
+    }
+
+    #[test]
+    fn probes_cover_children_and_deeper_nodes_exactly() {
+        let paths = [
+            "/", "/a", "/a!", "/a!/z", "/a-x", "/a-x/y", "/a/b", "/a/b/c", "/a/b/c/d", "/a/c",
+            "/a0", "/a0/q", "/b",
+        ];
+        let map: BTreeMap<TreeKey, ()> = paths
+            .iter()
+            .map(|p| (TreeKey::from(p.to_string()), ()))
+            .collect();
+        let collect = |probes: DirProbes, dir: Option<&str>| -> Vec<&str> {
+            map.range::<TreePath, _>(probes.range())
+                .map(|(k, ())| k.as_str())
+                .take_while(|p| dir.is_none_or(|d| TreePath::new(p).dir() == d))
+                .collect()
+        };
+        assert_eq!(
+            collect(DirProbes::children_of("/a"), Some("/a")),
+            ["/a/b", "/a/c"]
+        );
+        assert_eq!(
+            collect(DirProbes::children_of("/"), Some("")),
+            ["/a", "/a!", "/a-x", "/a0", "/b"]
+        );
+        assert_eq!(
+            collect(DirProbes::below_children_of("/a"), None),
+            ["/a/b/c", "/a/b/c/d"]
+        );
+        assert!(collect(DirProbes::children_of("/b"), Some("/b")).is_empty());
+    }
+}
