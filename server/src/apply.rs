@@ -107,7 +107,9 @@ pub fn apply(rules: Rules, db: &mut Db, txn: &Txn, zxid: i64) -> Outcome {
             db.sessions.insert(Session {
                 id: txn.session_id,
                 timeout: *timeout,
-                passwd: passwd.clone(),
+                // A copy: the txn's bytes may be a slice of a whole batch of entries
+                // received from the leader, which a session would keep alive.
+                passwd: bytes::Bytes::copy_from_slice(passwd),
                 owner: txn.origin.server,
                 conn: txn.conn,
                 // This txn is the connection's write 0.

@@ -12,6 +12,7 @@
 //! Integrity is the snapshot file's business (it carries a checksum over all of this).
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use paddock_wire::jute::{write_i32, write_i64, Reader, Record};
@@ -111,43 +112,62 @@ impl Image {
             sessions.insert(Session {
                 id: r.read_i64()?,
                 timeout: r.read_i32()?,
-                passwd: r.read_buffer()?,
+                // A copy: a slice would keep the whole snapshot in memory.
+                passwd: Bytes::copy_from_slice(&r.read_buffer()?),
                 owner: r.read_i64()? as u64,
                 conn: r.read_i64()? as u64,
                 next_seq: r.read_i64()? as u64,
             });
         }
         let node_count = r.read_i64()?;
-        let mut nodes = Vec::new();
         let mut acls = RecentAcls::default();
-        for _ in 0..node_count.max(0) {
-            // The path and the data are slices of `bytes` until the node is made, after
-            // the ACL has been decoded and dropped for a shared one: the node's own
-            // allocations then reuse that memory instead of leaving a hole per node.
-            let path = r.read_buffer()?;
-            let data = Data::decode(&mut r)?;
-            let acl = acls.share(Record::decode(&mut r)?);
-            let stat = StatPersisted {
-                czxid: r.read_i64()?,
-                mzxid: r.read_i64()?,
-                ctime: r.read_i64()?,
-                mtime: r.read_i64()?,
-                version: r.read_i32()?,
-                cversion: r.read_i32()?,
-                aversion: r.read_i32()?,
-                ephemeral_owner: r.read_i64()?,
-                pzxid: r.read_i64()?,
-            };
-            let path = std::str::from_utf8(&path).map_err(|_| DecodeError::InvalidUtf8)?;
-            nodes.push((path.to_owned(), Node::new(data, acl, stat)));
+        // Decoded as the tree takes them, not listed first: a list of a million nodes
+        // would double the memory a restart needs at its peak.
+        let mut failed = None;
+        let mut left = node_count.max(0);
+        let nodes = std::iter::from_fn(|| {
+            if left == 0 || failed.is_some() {
+                return None;
+            }
+            left -= 1;
+            read_node(&mut r, &mut acls)
+                .map_err(|err| failed = Some(err))
+                .ok()
+        });
+        let tree = DataTree::from_nodes(nodes);
+        if let Some(err) = failed {
+            return Err(err.into());
         }
+        let tree = tree?;
         r.finish()?;
         Ok(Image {
             last_zxid,
             sessions,
-            tree: DataTree::from_nodes(nodes)?,
+            tree,
         })
     }
+}
+
+/// One node of a snapshot. The path and the data are slices of the snapshot until the
+/// node is made, after the ACL has been decoded and dropped for a shared one: the
+/// node's own allocations then reuse that memory instead of leaving a hole per node.
+fn read_node(r: &mut Reader, acls: &mut RecentAcls) -> Result<(Arc<str>, Node), DecodeError> {
+    let path = r.read_buffer()?;
+    let data = Data::decode(r)?;
+    let acl = acls.share(Record::decode(r)?);
+    let stat = StatPersisted {
+        czxid: r.read_i64()?,
+        mzxid: r.read_i64()?,
+        ctime: r.read_i64()?,
+        mtime: r.read_i64()?,
+        version: r.read_i32()?,
+        cversion: r.read_i32()?,
+        aversion: r.read_i32()?,
+        ephemeral_owner: r.read_i64()?,
+        pzxid: r.read_i64()?,
+    };
+    let path = std::str::from_utf8(&path).map_err(|_| DecodeError::InvalidUtf8)?;
+    Ok((Arc::from(path), Node::new(data, acl, stat)))
 }
 
 #[cfg(test)]
@@ -210,7 +230,12 @@ mod tests {
         };
         let mut out = Vec::new();
         image.write_to(&mut out).unwrap();
-        let back = Image::read_from(out.into()).unwrap();
+        let snapshot = Bytes::from(out);
+        let back = Image::read_from(snapshot.clone()).unwrap();
+        assert!(
+            snapshot.is_unique(),
+            "the image read keeps a slice of the snapshot alive (and with it all of it)"
+        );
         assert_eq!(back.last_zxid, 5);
         assert_eq!(back.tree.digest(), image.tree.digest());
         assert_eq!(back.tree, image.tree);

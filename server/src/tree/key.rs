@@ -10,6 +10,7 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use ref_cast::RefCast;
 
@@ -45,9 +46,10 @@ impl PartialOrd for TreePath {
     }
 }
 
-/// An owned path: the tree map's key.
+/// An owned path: the tree map's key. Shared, not boxed: the map clones keys when it
+/// copies a chunk that a snapshot still holds, and when it splits one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeKey(Box<str>);
+pub struct TreeKey(Arc<str>);
 
 impl TreeKey {
     pub fn as_str(&self) -> &str {
@@ -55,9 +57,15 @@ impl TreeKey {
     }
 }
 
-impl From<String> for TreeKey {
-    fn from(path: String) -> Self {
-        TreeKey(path.into_boxed_str())
+impl From<&str> for TreeKey {
+    fn from(path: &str) -> Self {
+        TreeKey(Arc::from(path))
+    }
+}
+
+impl From<Arc<str>> for TreeKey {
+    fn from(path: Arc<str>) -> Self {
+        TreeKey(path)
     }
 }
 
@@ -125,7 +133,7 @@ mod tests {
     use super::*;
 
     fn sorted(paths: &[&str]) -> Vec<String> {
-        let mut keys: Vec<TreeKey> = paths.iter().map(|p| TreeKey::from(p.to_string())).collect();
+        let mut keys: Vec<TreeKey> = paths.iter().map(|p| TreeKey::from(*p)).collect();
         keys.sort();
         keys.iter().map(|k| k.as_str().to_owned()).collect()
     }
@@ -144,10 +152,7 @@ mod tests {
             "/", "/a", "/a!", "/a!/z", "/a-x", "/a-x/y", "/a/b", "/a/b/c", "/a/b/c/d", "/a/c",
             "/a0", "/a0/q", "/b",
         ];
-        let map: BTreeMap<TreeKey, ()> = paths
-            .iter()
-            .map(|p| (TreeKey::from(p.to_string()), ()))
-            .collect();
+        let map: BTreeMap<TreeKey, ()> = paths.iter().map(|p| (TreeKey::from(*p), ())).collect();
         let collect = |probes: DirProbes, dir: Option<&str>| -> Vec<&str> {
             map.range::<TreePath, _>(probes.range())
                 .map(|(k, ())| k.as_str())

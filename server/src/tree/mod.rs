@@ -97,7 +97,7 @@ impl DataTree {
         let open = shared_acl::open_unsafe();
         let blank = StatPersisted::default();
         tree.insert(
-            "/".to_owned(),
+            "/".into(),
             Node::new(Bytes::new().into(), open.clone(), blank),
         );
         for path in ["/zookeeper", "/zookeeper/quota"] {
@@ -128,22 +128,23 @@ impl DataTree {
 
     /// Rebuilds a tree from its nodes as a snapshot lists them, in any order. Child
     /// sets and indexes are derived (any children the given nodes carry are ignored).
-    pub fn from_nodes(
-        nodes: impl IntoIterator<Item = (String, Node)>,
+    pub fn from_nodes<P: AsRef<str> + Into<Arc<str>>>(
+        nodes: impl IntoIterator<Item = (P, Node)>,
     ) -> Result<DataTree, RestoreError> {
         let mut tree = DataTree::empty();
         // Nodes whose parent had not come yet; a snapshot lists parents first, so
         // normally none (a list of every path would cost a copy of each).
         let mut unlinked = Vec::new();
         for (path, mut node) in nodes {
+            let path = TreeKey::from(path.into());
             if tree.nodes.contains_key(TreePath::new(path.as_str())) {
-                return Err(RestoreError::Duplicate(path));
+                return Err(RestoreError::Duplicate(path.as_str().to_owned()));
             }
             node.clear_children();
-            if path != "/" {
-                let parent_path = parent(&path).unwrap_or("/");
+            if path.as_str() != "/" {
+                let parent_path = parent(path.as_str()).unwrap_or("/");
                 if tree.update(parent_path, Node::add_child).is_none() {
-                    unlinked.push(path.clone());
+                    unlinked.push(path.as_str().to_owned());
                 }
             }
             tree.insert(path, node);
@@ -224,26 +225,27 @@ impl DataTree {
 
     /// Adds a node whose path is new and records it in the indexes. Linking it into
     /// its parent's children is the caller's job.
-    fn insert(&mut self, path: String, node: Node) {
-        self.digest = self.digest.wrapping_add(node.digest(&path));
-        self.data_size += size_of_node(&path, &node);
+    fn insert(&mut self, path: TreeKey, node: Node) {
+        let path_str = path.as_str();
+        self.digest = self.digest.wrapping_add(node.digest(path_str));
+        self.data_size += size_of_node(path_str, &node);
         match node.kind() {
             NodeKind::Persistent => {}
             NodeKind::Ephemeral { session_id } => {
                 self.ephemerals
                     .entry(session_id)
                     .or_default()
-                    .insert(path.clone());
+                    .insert(path_str.to_owned());
                 self.ephemeral_count += 1;
             }
             NodeKind::Container => {
-                self.containers.insert(path.clone());
+                self.containers.insert(path_str.to_owned());
             }
             NodeKind::Ttl { .. } => {
-                self.ttls.insert(path.clone());
+                self.ttls.insert(path_str.to_owned());
             }
         }
-        self.nodes.insert(TreeKey::from(path), Arc::new(node));
+        self.nodes.insert(path, Arc::new(node));
     }
 
     /// Inserts a node and adds it to its parent's children without touching the
@@ -251,7 +253,7 @@ impl DataTree {
     fn insert_linked(&mut self, path: &str, node: Node) {
         let parent_path = parent(path).unwrap_or("/");
         self.update(parent_path, Node::add_child);
-        self.insert(path.to_owned(), node);
+        self.insert(path.into(), node);
     }
 
     /// Removes a node from the map and the indexes. Unlinking it from its parent is

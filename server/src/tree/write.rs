@@ -251,7 +251,7 @@ impl DataTree {
                 stat.pzxid = ctx.zxid;
             }
         });
-        self.insert(path.clone(), node);
+        self.insert(path.as_str().into(), node);
         self.count_in_quota(&path, 1, data_len);
         self.on_created(&path);
         let triggers = vec![
