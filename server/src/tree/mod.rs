@@ -11,6 +11,8 @@
 //! a clone, and a snapshot is written from a clone while writes go on.
 //!
 //! # Layout
+//! - `key`: the map's order (parent, then name), which makes a node's children a key
+//!   range, so no node lists them.
 //! - `node`: one znode, its persisted stat, the `ephemeralOwner` encodings
 //!   ([`NodeKind`]) and the wire `Stat`.
 //! - `write`: create, delete, setData, setACL, check and session close, each returning

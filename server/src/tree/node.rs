@@ -1,4 +1,4 @@
-//! One znode: its data, ACL, persisted stat and child names, and the wire [`Stat`]
+//! One znode: its data, ACL, persisted stat and child count, and the wire [`Stat`]
 //! derived from them.
 
 use std::sync::Arc;
