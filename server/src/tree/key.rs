@@ -93,7 +93,8 @@ impl PartialOrd for TreeKey {
 /// dir is not `dir`.
 pub struct DirProbes {
     start: String,
-    end: String,
+    /// `None`: up to the end of the map.
+    end: Option<String>,
 }
 
 impl DirProbes {
@@ -102,17 +103,24 @@ impl DirProbes {
         let dir = if parent == "/" { "" } else { parent };
         DirProbes {
             start: format!("{dir}/"),
-            end: format!("{dir}//"),
+            end: Some(format!("{dir}//")),
         }
     }
 
-    /// For the nodes below the children of `parent` (not `/`): their dirs are exactly
-    /// the strings that start with `parent/`, which sort from `parent/` up to, not
-    /// including, `parent0` ('0' follows '/').
+    /// For the nodes below the children of `parent`: their dirs are exactly the
+    /// strings that start with `parent/`, which sort from `parent/` up to, not
+    /// including, `parent0` ('0' follows '/'). Below the root's children: every dir
+    /// from `/` on.
     pub fn below_children_of(parent: &str) -> Self {
+        if parent == "/" {
+            return DirProbes {
+                start: "//".to_owned(),
+                end: None,
+            };
+        }
         DirProbes {
             start: format!("{parent}//"),
-            end: format!("{parent}0/"),
+            end: Some(format!("{parent}0/")),
         }
     }
 
@@ -121,7 +129,9 @@ impl DirProbes {
             // The start probe names an empty child, which no node has; the root's
             // probe `/` is the root itself, which is not its own child.
             Bound::Excluded(TreePath::new(&self.start)),
-            Bound::Excluded(TreePath::new(&self.end)),
+            self.end
+                .as_deref()
+                .map_or(Bound::Unbounded, |end| Bound::Excluded(TreePath::new(end))),
         )
     }
 }
@@ -172,5 +182,9 @@ mod tests {
             ["/a/b/c", "/a/b/c/d"]
         );
         assert!(collect(DirProbes::children_of("/b"), Some("/b")).is_empty());
+        assert_eq!(
+            collect(DirProbes::below_children_of("/"), None),
+            ["/a/b", "/a/c", "/a!/z", "/a-x/y", "/a/b/c", "/a/b/c/d", "/a0/q"]
+        );
     }
 }

@@ -188,7 +188,7 @@ impl DataTree {
             .map(|(key, node)| (key.as_str(), &**node))
     }
 
-    /// Every node below `path` (not `/`) at any depth: its children, then the rest.
+    /// Every node below `path` at any depth: its children, then the rest.
     fn descendants<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (&'a str, &'a Node)> + 'a {
         let deeper = DirProbes::below_children_of(path);
         let deeper = self
