@@ -170,3 +170,27 @@ fn an_expiry_decided_before_a_reattach_is_void() {
     assert!(!done.effects.is_empty());
     assert!(!db.sessions.contains(SESSION));
 }
+
+/// A session keeps its password for its whole life; if that were a slice of the buffer
+/// the txn was decoded from (on a follower, a whole batch of entries from the leader),
+/// every session would keep such a buffer alive.
+#[test]
+fn a_session_keeps_no_slice_of_the_txn_it_was_opened_by() {
+    let kind = TxnKind::CreateSession {
+        timeout: 4000,
+        passwd: Bytes::from_static(&[7; 16]),
+    };
+    let mut batch = txn(1, 10, 0, kind).encode();
+    let len = batch.len();
+    batch.extend_from_slice(&[0; 4096]); // the rest of a batch
+    let batch = Bytes::from(batch);
+    let decoded = Txn::decode(batch.slice(..len)).expect("decode");
+    let mut db = db();
+    apply(RULES, &mut db, &decoded, 1);
+    drop(decoded);
+    assert!(db.sessions.contains(SESSION));
+    assert!(
+        batch.is_unique(),
+        "the session's password keeps the batch it came in alive"
+    );
+}
