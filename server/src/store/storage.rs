@@ -34,8 +34,8 @@
 //!      Ready: send its persisted messages at once, storage.note_commit(hs), then
 //!      advance_append_async(ready) and on_persist_ready(ready.number()) on the raft
 //!      loop; that hs goes to the writer with the next Ready's append (unless the
-//!      next has its own). A commit index alone needs no fsync, and the round trip through the
-//!      writer cost two thread switches per server per write.
+//!      next has its own). A commit index alone needs no fsync, and the round trip
+//!      through the writer cost two thread switches per server per write.
 //! 7. node.advance_apply()                             // after step 3's entries applied
 //!      Except after a Ready that carried a snapshot: raft's applied index may not pass
 //!      its persisted one, so hold advance_apply until that Ready's on_persist_ready.

@@ -97,10 +97,19 @@ pub struct DirProbes {
     end: Option<String>,
 }
 
+/// The dir of `parent`'s children: `parent` itself, or empty for the root's.
+pub fn children_dir(parent: &str) -> &str {
+    if parent == "/" {
+        ""
+    } else {
+        parent
+    }
+}
+
 impl DirProbes {
     /// For the children of `parent` (`/` for the root's).
     pub fn children_of(parent: &str) -> Self {
-        let dir = if parent == "/" { "" } else { parent };
+        let dir = children_dir(parent);
         DirProbes {
             start: format!("{dir}/"),
             end: Some(format!("{dir}//")),

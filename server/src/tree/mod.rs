@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use imbl::{OrdMap, OrdSet};
-use key::{DirProbes, TreeKey, TreePath};
+use key::{children_dir, DirProbes, TreeKey, TreePath};
 use paddock_wire::path::{basename, parent};
 use paddock_wire::Acl;
 
@@ -181,7 +181,7 @@ impl DataTree {
     /// `path`'s children with their paths, sorted by name.
     fn child_nodes<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (&'a str, &'a Node)> + 'a {
         let probes = DirProbes::children_of(path);
-        let dir = if path == "/" { "" } else { path };
+        let dir = children_dir(path);
         self.nodes
             .range::<_, TreePath>(probes.range())
             .take_while(move |(key, _)| TreePath::new(key.as_str()).dir() == dir)
