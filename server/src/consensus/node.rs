@@ -11,14 +11,14 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use raft::prelude::{Entry, EntryType, HardState, Message, Snapshot};
+use raft::prelude::{Entry, EntryType, HardState, Message, MessageType, Snapshot};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
 use crate::fatal::fatal;
 use crate::metrics::{observe_millis, RaftMetrics};
 use crate::monotonic::AtomicInstant;
 use crate::store::DurableStorage;
-use crate::txn::ORIGIN_LEN;
+use crate::txn::{Origin, ORIGIN_LEN};
 
 use super::after_fsync::AfterFsync;
 use super::contact::QuorumContact;
@@ -630,9 +630,16 @@ impl<A: Applier> RaftLoop<A> {
         self.status
             .commit
             .store(self.replica.node.raft.raft_log.committed, Ordering::Release);
-        // A leader's messages may go out before its own entries are durable.
-        let messages = self.replica.outgoing(ready.take_messages());
-        self.send(messages);
+        // A leader's messages may go out before its own entries are durable, and in
+        // any order with applying: entries go first (the followers' fsyncs overlap
+        // everything below), and so do commit notices to the servers that proposed a
+        // committed entry (their clients wait for them); the other notices only after
+        // applying, so no reply of this server's waits behind their sends.
+        let (urgent, notices) = by_urgency(
+            self.replica.outgoing(ready.take_messages()),
+            ready.committed_entries(),
+        );
+        self.send(urgent);
         if !ready.snapshot().is_empty() {
             // Must be durable, and the state replaced, before this Ready's entries.
             if let Err(e) = self.storage.apply_snapshot(ready.snapshot()) {
@@ -649,6 +656,7 @@ impl<A: Applier> RaftLoop<A> {
         }
         // raft-rs hands out only entries that are committed and durable here.
         self.apply(ready.take_committed_entries());
+        self.send(notices);
         for state in ready.take_read_states() {
             if self
                 .replica
@@ -832,6 +840,36 @@ impl<A: Applier> RaftLoop<A> {
     }
 }
 
+/// Splits a `Ready`'s messages into those to send at once and those that may wait until
+/// the committed entries are applied: commit notices and heartbeats to a peer that
+/// proposed none of the `committed` entries (no client there waits for them). A peer
+/// sent anything else keeps all its messages, in order, in the first part.
+fn by_urgency(messages: Vec<Message>, committed: &[Entry]) -> (Vec<Message>, Vec<Message>) {
+    let notice = |m: &Message| {
+        matches!(
+            m.get_msg_type(),
+            MessageType::MsgAppend | MessageType::MsgHeartbeat
+        ) && m.entries.is_empty()
+    };
+    if committed.is_empty() || !messages.iter().any(notice) {
+        return (messages, Vec::new());
+    }
+    let mut proposers: Vec<u64> = committed
+        .iter()
+        .filter_map(|e| Origin::from_txn_head(&e.data).map(|origin| origin.server))
+        .collect();
+    proposers.sort_unstable();
+    proposers.dedup();
+    let urgent_peers: Vec<u64> = messages
+        .iter()
+        .filter(|m| !notice(m) || proposers.binary_search(&m.to).is_ok())
+        .map(|m| m.to)
+        .collect();
+    messages
+        .into_iter()
+        .partition(|m| urgent_peers.contains(&m.to))
+}
+
 /// A ReadIndex context: the leader keys pending reads by it, so it names the server as
 /// well as the request (request numbers alone repeat across servers).
 fn read_context(server: u64, request: u64) -> [u8; 16] {
@@ -854,10 +892,73 @@ fn request_of_read_context(server: u64, ctx: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::txn::{Txn, TxnKind};
 
     /// The same request number on two servers must make two distinct ReadIndex keys:
     /// the leader keeps one pending read per key, so a collision left a `sync` without
     /// an answer until it timed out.
+    fn message(to: u64, kind: MessageType, entries: usize) -> Message {
+        let mut m = Message {
+            to,
+            entries: vec![Entry::default(); entries].into(),
+            ..Default::default()
+        };
+        m.set_msg_type(kind);
+        m
+    }
+
+    fn proposed_by(server: u64) -> Entry {
+        let origin = Origin { server, request: 9 };
+        let txn = Txn {
+            origin,
+            session_id: 1,
+            xid: 1,
+            conn: 1,
+            seq: 1,
+            time: 0,
+            caller: vec![],
+            kind: TxnKind::CloseSession,
+        };
+        Entry {
+            data: txn.encode().into(),
+            ..Default::default()
+        }
+    }
+
+    /// Replication goes out before applying; a commit notice waits unless its peer
+    /// proposed one of the committed entries (its client waits for that notice); a
+    /// peer's messages stay together and in order.
+    #[test]
+    fn only_commit_notices_nobody_waits_for_go_after_applying() {
+        let (now, later) = by_urgency(
+            vec![
+                message(2, MessageType::MsgHeartbeat, 0),
+                message(3, MessageType::MsgAppend, 0),
+                message(2, MessageType::MsgAppend, 1),
+                message(4, MessageType::MsgSnapshot, 0),
+                message(5, MessageType::MsgAppend, 0),
+                message(6, MessageType::MsgReadIndexResp, 0),
+            ],
+            &[proposed_by(1), proposed_by(5)],
+        );
+        let kinds = |ms: &[Message]| -> Vec<(u64, MessageType, usize)> {
+            ms.iter()
+                .map(|m| (m.to, m.get_msg_type(), m.entries.len()))
+                .collect()
+        };
+        assert_eq!(
+            kinds(&now),
+            [
+                (2, MessageType::MsgHeartbeat, 0),
+                (2, MessageType::MsgAppend, 1),
+                (4, MessageType::MsgSnapshot, 0),
+                (5, MessageType::MsgAppend, 0),
+                (6, MessageType::MsgReadIndexResp, 0),
+            ]
+        );
+        assert_eq!(kinds(&later), [(3, MessageType::MsgAppend, 0)]);
+    }
+
     #[test]
     fn read_contexts_differ_across_servers() {
         assert_ne!(read_context(1, 7), read_context(2, 7));
