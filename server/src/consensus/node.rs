@@ -319,6 +319,7 @@ impl Consensus {
             transport,
             observer,
             applied: config.applied,
+            released: config.applied,
             pending_reads: Vec::new(),
             storage,
             proposer,
@@ -395,6 +396,8 @@ struct RaftLoop<A: Applier> {
     observer: bool,
     /// The index of the last entry handed to the applier.
     applied: u64,
+    /// Entries up to this index are no longer kept in memory (see `release_entries`).
+    released: u64,
     /// Confirmed read-index requests waiting for `applied` to reach their index.
     pending_reads: Vec<(u64, u64)>,
     has_state: Arc<AtomicBool>,
@@ -415,10 +418,16 @@ const MAX_INPUTS_PER_TURN: usize = 4096;
 /// never more than half of snapCount).
 const SNAPSHOT_CATCHUP_ENTRIES: u64 = 5_000;
 
+/// Durable, applied entries kept in memory for followers a little behind; older ones
+/// are read back from the txn log when a follower needs them. Released in steps of
+/// `RELEASE_STEP`, so the storage's lock is not taken for it on every `Ready`.
+const IN_MEMORY_ENTRIES: u64 = 4_096;
+const RELEASE_STEP: u64 = 1_024;
+
 /// When to snapshot: every `snapCount` entries, the first threshold drawn at random
 /// from [snapCount/2, snapCount] (as ZooKeeper does) so servers spread their snapshots;
-/// or sooner once the entries since the last one pass `SNAP_SIZE_LIMIT` bytes, since the
-/// log behind the newest snapshot is also kept in memory.
+/// or sooner once the entries since the last one pass `SNAP_SIZE_LIMIT` bytes, which
+/// bounds the log a restart replays.
 struct SnapshotPolicy {
     every: u64,
     last: u64,
@@ -710,7 +719,22 @@ impl<A: Applier> RaftLoop<A> {
         if self.snapshot_ready.is_none() {
             self.replica.node.advance_apply();
         }
+        self.release_entries();
         self.maybe_snapshot();
+    }
+
+    /// Drops the in-memory copies of entries well behind what is both applied and
+    /// durable here: the txn log holds them for the rare follower that needs them.
+    fn release_entries(&mut self) {
+        let persisted = self.replica.node.raft.raft_log.persisted;
+        let up_to = self
+            .applied
+            .min(persisted)
+            .saturating_sub(IN_MEMORY_ENTRIES);
+        if up_to >= self.released + RELEASE_STEP {
+            self.storage.release(up_to);
+            self.released = up_to;
+        }
     }
 
     /// The log writer made every `Ready` up to `number` durable.

@@ -1,6 +1,9 @@
 //! [`DurableStorage`]: the `raft::Storage` the raft loop reads, built from the txn log
 //! ([`crate::store::txnlog`]), the snapshots ([`crate::store::snapshot`]) and the meta
-//! database ([`crate::store::meta`]), with the un-compacted log cached in memory.
+//! database ([`crate::store::meta`]). Memory holds the newest entries: every one not
+//! yet durable or applied, and a window of applied ones behind them for followers a
+//! little behind. Older entries are released ([`DurableStorage::release`]) and read
+//! back from the log's files when raft asks for them ([`crate::store::txnlog::LogReader`]).
 //!
 //! # Driving it from the raft loop
 //! raft-rs's async-ready contract: the loop hands each `Ready`'s writes to the log writer
@@ -62,7 +65,7 @@
 //! # Snapshots and compaction
 //! The state machine writes a snapshot at an applied index with
 //! [`DurableStorage::create_snapshot`], then calls [`DurableStorage::compact`] to drop
-//! cached entries up to it (or a little below, to spare slow followers a snapshot).
+//! the entries up to it (or a little below, to spare slow followers a snapshot).
 //! With autopurge on, each new snapshot (written here or installed from the leader) is
 //! followed at once by [`DurableStorage::purge`], which deletes old snapshot files and
 //! the log segments behind the oldest snapshot kept; `autopurge.purgeInterval` runs it
@@ -73,7 +76,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use protobuf::Message as _;
 use raft::prelude::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, StorageError};
@@ -82,7 +85,8 @@ use crate::store::dirs::{self, DataDirLock, DirError};
 use crate::store::meta::{Durability, Meta, MetaError};
 use crate::store::snapshot::{LoadedSnapshot, SnapshotDir, SnapshotError};
 use crate::store::txnlog::{
-    self, AppendBatch, Durable, LogConfig, LogError, LogStats, LogWriter, OsDisk, Position,
+    self, AppendBatch, Durable, LogConfig, LogError, LogReader, LogStats, LogWriter, OsDisk,
+    Position,
 };
 
 /// Where and how the store keeps its files; from `zoo.cfg`.
@@ -123,6 +127,10 @@ pub enum StoreError {
         first_index: u64,
         last_index: u64,
     },
+    #[error("entries from index {first} would overwrite applied entries (up to {released})")]
+    OverwriteApplied { first: u64, released: u64 },
+    #[error(transparent)]
+    Read(LogError),
     #[error("cannot compact to index {index}: the newest snapshot is at {snapshot}")]
     CompactPastSnapshot { index: u64, snapshot: u64 },
     #[error("the snapshot at index {index} is not newer than the log's start ({compacted})")]
@@ -173,16 +181,24 @@ struct Files {
     /// [`StoreConfig::purge_after_snapshot`].
     purge_after_snapshot: Option<usize>,
     writer: LogWriter,
+    /// Reads entries no longer in memory back from the log (the raft thread only).
+    reader: Mutex<LogReader>,
     meta: Meta,
     snapshots: SnapshotDir,
 }
 
 struct Core {
-    /// The entries after `compacted`: recovered from the log, or appended and queued for
-    /// the writer (raft reads them back before they are durable).
+    /// The newest entries, after `released`: recovered from the log, or appended and
+    /// queued for the writer (raft reads them back before they are durable).
     entries: VecDeque<Entry>,
-    /// The last entry no longer cached: raft asks for its term to match logs.
+    /// The last entry no longer in the log: raft asks for its term to match logs.
     compacted: Position,
+    /// Entries up to this index (and after `compacted`) are read back from the log's
+    /// files: durable and applied, they were dropped from memory. `compacted.index`
+    /// when there are none.
+    released: u64,
+    /// The terms of the released entries.
+    released_terms: TermRuns,
     /// The newest hard state raft gave, durable or not yet.
     hard_state: HardState,
     conf_state: ConfState,
@@ -195,16 +211,26 @@ impl Core {
         self.compacted.index + 1
     }
 
+    /// The first entry in memory.
+    fn cached_index(&self) -> u64 {
+        self.released + 1
+    }
+
     fn last_index(&self) -> u64 {
-        self.compacted.index + self.entries.len() as u64
+        self.released + self.entries.len() as u64
     }
 
     fn term(&self, index: u64) -> Result<u64, StoreError> {
         if index == self.compacted.index {
             return Ok(self.compacted.term);
         }
+        if index > self.compacted.index && index <= self.released {
+            if let Some(term) = self.released_terms.term_at(index) {
+                return Ok(term);
+            }
+        }
         index
-            .checked_sub(self.first_index())
+            .checked_sub(self.cached_index())
             .and_then(|offset| self.entries.get(offset as usize))
             .map(|e| e.term)
             .ok_or(StoreError::Unavailable {
@@ -270,7 +296,7 @@ impl DurableStorage {
             }
             on_persisted(durable.ready_number);
         });
-        let (entries, writer) =
+        let (entries, writer, reader) =
             txnlog::open(Arc::new(OsDisk), config.log.clone(), after, on_durable)?;
         let last_index = after.index + entries.len() as u64;
 
@@ -316,6 +342,8 @@ impl DurableStorage {
         let core = Core {
             entries: entries.into(),
             compacted: after,
+            released: after.index,
+            released_terms: TermRuns::default(),
             hard_state,
             conf_state,
             snapshot: snapshot_metadata,
@@ -328,6 +356,7 @@ impl DurableStorage {
                     purge_after_snapshot: config.purge_after_snapshot,
                     _lock: lock,
                     writer,
+                    reader: Mutex::new(reader),
                     meta,
                     snapshots,
                 }),
@@ -360,7 +389,15 @@ impl DurableStorage {
                     last_index: core.last_index(),
                 });
             }
-            let keep = (first - core.first_index()) as usize;
+            if first < core.cached_index() {
+                // Raft never overwrites a committed entry, and only applied ones are
+                // released.
+                return Err(StoreError::OverwriteApplied {
+                    first,
+                    released: core.released,
+                });
+            }
+            let keep = (first - core.cached_index()) as usize;
             core.entries.truncate(keep);
             core.entries.extend(entries.iter().cloned());
         }
@@ -422,6 +459,10 @@ impl DurableStorage {
             let mut core = self.core.write();
             core.entries.clear();
             core.compacted = after;
+            core.released = index;
+            core.released_terms = TermRuns::default();
+            // The log is replaced: its new segment may take an old one's name.
+            self.files.reader.lock().forget();
             core.conf_state = metadata.get_conf_state().clone();
             core.snapshot = metadata.clone();
             core.hard_state.term = core.hard_state.term.max(after.term);
@@ -486,10 +527,35 @@ impl DurableStorage {
             return Ok(());
         }
         let term = core.term(index)?;
-        let drop = (index - core.compacted.index) as usize;
-        core.entries.drain(..drop);
+        if index > core.released {
+            let drop = (index - core.released) as usize;
+            core.entries.drain(..drop);
+            core.released = index;
+        }
+        core.released_terms.drop_through(index);
         core.compacted = Position { index, term };
         Ok(())
+    }
+
+    /// Drops the in-memory copies of the entries up to `index`, which must be durable
+    /// and applied: raft reads them back from the log's files if a follower needs them
+    /// (or after a restart, where the log is replayed from the files anyway).
+    pub fn release(&self, index: u64) {
+        let mut core = self.core.write();
+        let index = index.min(core.last_index());
+        if index <= core.released {
+            return;
+        }
+        let count = (index - core.released) as usize;
+        let Core {
+            entries,
+            released_terms,
+            ..
+        } = &mut *core;
+        for entry in entries.drain(..count) {
+            released_terms.push(entry.index, entry.term);
+        }
+        core.released = index;
     }
 
     /// `autopurge`: keeps the newest `retain` snapshots (at least 3) and deletes the log
@@ -498,13 +564,22 @@ impl DurableStorage {
     pub fn purge(&self, retain: usize) -> Result<(), StoreError> {
         let kept = self.files.snapshots.purge(retain)?;
         if let Some(oldest) = kept.first() {
-            self.files.writer.purge(oldest.index);
+            // Never the entries after the compacted index: raft may still read them,
+            // and released ones only the files hold.
+            let compacted = self.core.read().compacted.index;
+            self.files.writer.purge(oldest.index.min(compacted));
         }
         Ok(())
     }
 
     pub fn conf_state(&self) -> ConfState {
         self.core.read().conf_state.clone()
+    }
+
+    /// The last entry no longer kept in memory.
+    #[cfg(test)]
+    pub fn released(&self) -> u64 {
+        self.core.read().released
     }
 
     /// The snapshot file at `index`, read and verified.
@@ -561,7 +636,9 @@ impl raft::Storage for DurableStorage {
     }
 
     /// Entries `[low, high)`, at least one and then as many as fit `max_size` (raft's
-    /// `limit_size` rule). All are in memory, so `context` never needs an async fetch.
+    /// `limit_size` rule). Released entries are read from the log's files here, on the
+    /// raft thread (a follower that far behind is rare; page cache mostly), so
+    /// `context` never needs an async fetch.
     fn entries(
         &self,
         low: u64,
@@ -577,10 +654,28 @@ impl raft::Storage for DurableStorage {
             return Err(raft::Error::Store(StorageError::Unavailable));
         }
         let max_size = max_size.into().unwrap_or(raft::NO_LIMIT);
-        let first = core.first_index();
-        let range = (low - first) as usize..(high - first) as usize;
-        let mut size = 0u64;
-        let mut out = Vec::with_capacity(range.len().min(1024));
+        let (mut out, mut size) = (Vec::new(), 0u64);
+        if low <= core.released {
+            let from_files =
+                self.files
+                    .reader
+                    .lock()
+                    .read(low, high.min(core.cached_index()), max_size);
+            (out, size) = match from_files {
+                Ok(read) => read,
+                Err(e) => {
+                    return Err(raft::Error::Store(StorageError::Other(Box::new(
+                        StoreError::Read(e),
+                    ))))
+                }
+            };
+            if size > max_size || (out.len() as u64) < high.min(core.cached_index()) - low {
+                return Ok(out);
+            }
+        }
+        let first = core.cached_index();
+        let range = (low.max(first) - first) as usize..(high.max(first) - first) as usize;
+        out.reserve(range.len().min(1024));
         for entry in core.entries.range(range) {
             size += u64::from(entry.compute_size());
             if !out.is_empty() && size > max_size {
@@ -633,3 +728,29 @@ impl raft::Storage for DurableStorage {
 
 #[cfg(test)]
 mod tests;
+
+/// The terms of a stretch of the log, as runs: an entry's term is that of the last run
+/// starting at or before it. A term covers many entries, so this is a few words however
+/// long the stretch.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct TermRuns(Vec<(u64, u64)>);
+
+impl TermRuns {
+    /// Entry `index` (the one after the last pushed) has `term`.
+    fn push(&mut self, index: u64, term: u64) {
+        if self.0.last().is_none_or(|&(_, last)| last != term) {
+            self.0.push((index, term));
+        }
+    }
+
+    fn term_at(&self, index: u64) -> Option<u64> {
+        let after = self.0.partition_point(|&(first, _)| first <= index);
+        after.checked_sub(1).map(|run| self.0[run].1)
+    }
+
+    /// Forgets the entries up to `index`: the runs that end by then.
+    fn drop_through(&mut self, index: u64) {
+        let covering = self.0.partition_point(|&(first, _)| first <= index + 1);
+        self.0.drain(..covering.saturating_sub(1));
+    }
+}

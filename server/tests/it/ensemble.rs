@@ -439,6 +439,48 @@ fn a_wiped_follower_catches_up_through_a_snapshot() {
 }
 
 #[test]
+fn a_follower_far_behind_catches_up_from_the_entries_the_leader_reads_back_from_its_log() {
+    // More writes than the leader keeps in memory (4,096 applied entries), but no
+    // snapshot (snapCount is 100,000): the leader reads the follower's missing entries
+    // back from its txn log's files.
+    let mut ensemble = Ensemble::start(3, 0);
+    let leader = ensemble.wait_for_leader(Duration::from_secs(10));
+    let follower = (leader + 1) % 3;
+    ensemble.servers[follower].kill();
+    let mut client = RawClient::connect(ensemble.servers[leader].addr);
+    const WRITES: i32 = 7_000;
+    const WINDOW: i32 = 500;
+    for start in (0..WRITES).step_by(WINDOW as usize) {
+        for i in start..start + WINDOW {
+            client.send(
+                i + 1,
+                &Request::Create(CreateRequest {
+                    path: format!("/far{i}"),
+                    data: Bytes::from_static(b"v").into(),
+                    acl: Acl::open_unsafe(),
+                    flags: CreateMode::Persistent.flags(),
+                }),
+            );
+        }
+        for _ in 0..WINDOW {
+            let frame = read_frame(&mut client.stream).expect("a reply");
+            let header = ReplyHeader::decode(&mut Reader::new(frame)).expect("a header");
+            assert_eq!(header.err, ErrorCode::Ok, "create {}", header.xid);
+        }
+    }
+    ensemble.servers[follower].restart();
+    let all: Vec<&Server> = ensemble.servers.iter().collect();
+    assert_converges(&all);
+    let log = ensemble.servers[follower].log_text();
+    assert!(
+        !log.contains("installed a snapshot"),
+        "the follower was sent a snapshot instead of entries:\n{log}"
+    );
+    let mut check = RawClient::connect(ensemble.servers[follower].addr);
+    assert!(exists(&mut check, 1, &format!("/far{}", WRITES - 1)));
+}
+
+#[test]
 fn a_session_that_moves_to_another_server_leaves_its_old_connection() {
     let ensemble = Ensemble::start(3, 0);
     let (mut first, session) =

@@ -263,6 +263,9 @@ fn with_autopurge_each_new_snapshot_purges_old_snapshots_and_log() {
     let mut ready = 5_000;
     for index in [400, 800, 1200, 1600, 2000] {
         snapshot_at(&s, index);
+        // As the raft loop does once the snapshot is written; the purge of the next
+        // snapshot stops there (raft may read the log after the compacted index).
+        s.compact(index).unwrap();
         // A Ready after the purge: its report means the log purge is done too.
         ready += 1;
         s.append(ready, vec![], None).unwrap();
@@ -464,6 +467,14 @@ impl Node {
         if self.snapshot_ready.is_none() {
             self.raw.advance_apply();
         }
+        self.release();
+    }
+
+    /// Keeps nothing durable and applied in memory, as the raft loop does past its
+    /// window: every read of an older entry goes to the log's files.
+    fn release(&self) {
+        let persisted = self.raw.raft.raft_log.persisted;
+        self.storage().release(self.applied_index.min(persisted));
     }
 
     /// Steps 8-9: the writer's reports.
@@ -481,6 +492,7 @@ impl Node {
                 }
             }
         }
+        self.release();
     }
 
     /// Raft §5.2: a server votes at most once per term, so its vote must be on disk
@@ -669,6 +681,154 @@ fn three_nodes_replicate_catch_up_by_snapshot_and_restart() {
     assert!(nodes.iter().all(|n| n.applied == expected));
     assert_eq!(expected[0], Bytes::from_static(b"a0"));
     assert_eq!(expected[500], Bytes::from_static(b"c"));
+}
+
+/// A follower that was down while the others went on catches up from the leader's log
+/// files: the entries it lacks are no longer in the leader's memory (the harness keeps
+/// none that are durable and applied), and there is no snapshot to fall back on.
+#[test]
+fn a_follower_behind_catches_up_from_entries_read_back_from_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let roots: Vec<_> = (1..=3).map(|i| tmp.path().join(format!("n{i}"))).collect();
+    let voters = [1, 2, 3];
+    let start = |i: usize| Node::start(&roots[i], i as u64 + 1, &voters);
+    let mut nodes: Vec<Node> = (0..3).map(start).collect();
+    nodes[0].raw.campaign().unwrap();
+    run(&mut nodes, |nodes| leader(nodes).is_some());
+    let l = leader(&nodes).unwrap();
+    let down = if l == 2 { 1 } else { 2 };
+    let mut stopped = nodes.remove(down);
+    let behind = stopped.storage().last_index().unwrap();
+    let l = leader(&nodes).unwrap();
+    // 16 KiB segments: a few hundred of these fill several.
+    for i in 0..600 {
+        nodes[l]
+            .raw
+            .propose(vec![], format!("entry {i} {:0>64}", i).into_bytes())
+            .unwrap();
+    }
+    run(&mut nodes, |nodes| {
+        nodes.iter().all(|n| n.applied.len() == 600)
+    });
+    assert!(nodes[l].storage().released() > behind + 500);
+    let mut dropped = Vec::new();
+    stopped.on_persisted(&mut dropped);
+    nodes.insert(down, stopped);
+    run(&mut nodes, |nodes| {
+        nodes.iter().all(|n| n.applied.len() == 600)
+    });
+    let expected = nodes[0].applied.clone();
+    assert!(nodes.iter().all(|n| n.applied == expected));
+    assert_eq!(
+        nodes[down].storage().first_index().unwrap(),
+        1,
+        "caught up from the log, not by a snapshot"
+    );
+    // Read back through raft's Storage, across segments, with its size rule.
+    let s = nodes[l].storage();
+    let last = s.last_index().unwrap();
+    let all = s
+        .entries(1, last + 1, None, GetEntriesContext::empty(false))
+        .unwrap();
+    assert_eq!(all.len() as u64, last);
+    assert!(all.iter().zip(1..).all(|(e, i)| e.index == i));
+    let some = s
+        .entries(2, last + 1, 300, GetEntriesContext::empty(false))
+        .unwrap();
+    assert!(!some.is_empty() && some.len() < 10, "{}", some.len());
+    assert_eq!(some[..], all[1..some.len() + 1]);
+    for e in &all {
+        assert_eq!(s.term(e.index).unwrap(), e.term);
+    }
+}
+
+/// Released entries: read back from the log within raft's size rule, their terms known
+/// without them, compaction across them, purging never past the compacted index, and a
+/// restart that finds them all again.
+#[test]
+fn released_entries_are_read_back_compacted_and_found_after_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (opened, rx) = open(tmp.path());
+        let s = opened.storage;
+        fill(&s, &rx, 1..=1000);
+        // A new term from 1001 on.
+        s.append(
+            2000,
+            (1001..=1200).map(|i| entry(i, 2, b"term two")).collect(),
+            Some(hard_state(2, 1, 1200)),
+        )
+        .unwrap();
+        wait_for(&rx, 2000);
+        let before = s
+            .entries(1, 1201, None, GetEntriesContext::empty(false))
+            .unwrap();
+        s.release(1100);
+        assert_eq!(s.released(), 1100);
+        assert_eq!(
+            (s.first_index().unwrap(), s.last_index().unwrap()),
+            (1, 1200)
+        );
+        let after = s
+            .entries(1, 1201, None, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!(after, before, "the same entries, from files and memory");
+        // The size rule holds across the two: 3 entries' worth from 1099 on.
+        let budget = before[1098..1101]
+            .iter()
+            .map(|e| u64::from(e.compute_size()))
+            .sum::<u64>();
+        let limited = s
+            .entries(1099, 1201, budget, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!(limited, before[1098..1101]);
+        assert_eq!(s.term(1000).unwrap(), 1);
+        assert_eq!(s.term(1001).unwrap(), 2);
+        assert_eq!(s.term(1100).unwrap(), 2);
+        assert_eq!(s.term(1101).unwrap(), 2);
+        // Entries below the released point cannot be replaced.
+        assert!(matches!(
+            s.append(2001, vec![entry(1050, 3, b"")], None),
+            Err(StoreError::OverwriteApplied { first: 1050, .. })
+        ));
+        for index in [200, 400, 600] {
+            snapshot_at(&s, index);
+        }
+        s.compact(300).unwrap();
+        assert_eq!(s.first_index().unwrap(), 301);
+        assert_eq!(s.term(300).unwrap(), 1);
+        assert!(matches!(
+            s.entries(300, 302, None, GetEntriesContext::empty(false)),
+            Err(raft::Error::Store(StorageError::Compacted))
+        ));
+        // The oldest snapshot kept is at 400 but the log is compacted only to 300: the
+        // segments that hold 301..400 stay, since raft may still ask for them.
+        s.purge(3).unwrap();
+        s.append(2002, vec![], None).unwrap();
+        wait_for(&rx, 2002);
+        let read = s
+            .entries(301, 1201, None, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!(read, before[300..]);
+        // Compacting into the entries still in memory.
+        snapshot_at(&s, 1150);
+        s.compact(1150).unwrap();
+        assert_eq!(s.term(1150).unwrap(), 2);
+        assert_eq!(
+            s.entries(1151, 1201, None, GetEntriesContext::empty(false))
+                .unwrap(),
+            before[1150..]
+        );
+    }
+    let (opened, _) = open(tmp.path());
+    let s = opened.storage;
+    assert_eq!(opened.snapshot.unwrap().metadata.index, 1150);
+    assert_eq!(
+        s.entries(1151, 1201, None, GetEntriesContext::empty(false))
+            .unwrap()
+            .len(),
+        50
+    );
 }
 
 /// A server that lost its raft state stays "rejoining" across restarts until it has

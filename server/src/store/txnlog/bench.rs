@@ -27,7 +27,7 @@ fn run(dir: &std::path::Path, run: &Run) {
     let on_durable: OnDurable =
         Box::new(move |d| reported.store(d.ready_number, Ordering::Release));
     let config = LogConfig::new(dir);
-    let (_, writer) = open(Arc::new(OsDisk), config, Position::default(), on_durable).unwrap();
+    let (_, writer, _) = open(Arc::new(OsDisk), config, Position::default(), on_durable).unwrap();
     let data = Bytes::from(vec![0x5a; run.entry_size]);
     let started = Instant::now();
     for i in 1..=run.entries {
@@ -68,7 +68,7 @@ fn run(dir: &std::path::Path, run: &Run) {
     drop(writer);
     let started = Instant::now();
     let on_durable: OnDurable = Box::new(|_| {});
-    let (recovered, _) = open(
+    let (recovered, _, _) = open(
         Arc::new(OsDisk),
         LogConfig::new(dir),
         Position::default(),

@@ -27,6 +27,8 @@ pub trait Disk: Send + Sync + 'static {
 pub trait DiskFile: Send {
     /// The whole file.
     fn read_all(&mut self) -> io::Result<Vec<u8>>;
+    /// Exactly `buf.len()` bytes from `offset`; an error if the file ends before.
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()>;
     /// Shrinks or extends the file; an extension reads as zeros.
     fn set_len(&mut self, len: u64) -> io::Result<()>;
@@ -98,6 +100,10 @@ impl DiskFile for OsFile {
         self.0.seek(SeekFrom::Start(0))?;
         self.0.read_to_end(&mut bytes)?;
         Ok(bytes)
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.0.read_exact_at(buf, offset)
     }
 
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {

@@ -8,6 +8,7 @@
 //! - [`stats`]: fsync latency and batch sizes for `mntr`.
 
 pub mod disk;
+mod reader;
 mod recovery;
 pub mod segment;
 pub mod stats;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use raft::prelude::Entry;
 
 pub use disk::{Disk, OsDisk};
+pub use reader::LogReader;
 pub use segment::{Damage, HeaderError};
 pub use stats::LogStats;
 pub use writer::{AppendBatch, Durable, LogWriter, OnDurable};
@@ -111,12 +113,15 @@ pub enum LogError {
         first: u64,
         needed: u64,
     },
+    #[error("entry {index} is not in the txn log in {dir}")]
+    Missing { index: u64, dir: PathBuf },
 }
 
 /// Opens the log in `config.dir` that continues the snapshot at `after` (index 0 and
 /// term 0 when there is none), and starts its writer.
 ///
-/// Returns the entries after `after.index`, in order. A torn tail is cut off with a
+/// Returns the entries after `after.index`, in order, the writer, and a reader for
+/// entries the caller no longer keeps. A torn tail is cut off with a
 /// warning; damage anywhere else is an error naming the file and offset. A log that
 /// disagrees with the snapshot's term at its index, a log the snapshot has overtaken,
 /// is replaced by an empty one, as raft's snapshot install replaces the follower's log.
@@ -125,8 +130,9 @@ pub fn open(
     config: LogConfig,
     after: Position,
     on_durable: OnDurable,
-) -> Result<(Vec<Entry>, LogWriter), LogError> {
+) -> Result<(Vec<Entry>, LogWriter, LogReader), LogError> {
     let recovered = recovery::recover(disk.as_ref(), &config.dir, after)?;
+    let reader = LogReader::new(disk.clone(), config.dir.clone());
     let writer = LogWriter::start(
         disk,
         config,
@@ -135,5 +141,5 @@ pub fn open(
         after,
         on_durable,
     )?;
-    Ok((recovered.entries, writer))
+    Ok((recovered.entries, writer, reader))
 }

@@ -213,6 +213,27 @@ impl std::fmt::Display for Damage {
 /// Reads the record at `offset`: its entry and length, with the CRC verified. The entry's
 /// index is not checked against its position here.
 pub fn read_record(file: &[u8], offset: usize) -> Result<(Entry, usize), Damage> {
+    let len = check_record(file, offset)?;
+    let payload = &file[offset + RECORD_PREFIX_LEN..offset + len];
+    let entry = decode_payload(payload).map_err(Damage::Undecodable)?;
+    Ok((entry, len))
+}
+
+/// The offsets of a segment's records from its header on, up to the first one that is
+/// not whole with a matching CRC (where the written part ends), and that end: enough to
+/// find any entry later without decoding the others.
+pub fn record_offsets(file: &[u8]) -> (Vec<u64>, u64) {
+    let mut offsets = Vec::new();
+    let mut offset = HEADER_LEN as usize;
+    while let Ok(len) = check_record(file, offset) {
+        offsets.push(offset as u64);
+        offset += len;
+    }
+    (offsets, offset as u64)
+}
+
+/// The length of the record at `offset`, once its CRC is verified.
+fn check_record(file: &[u8], offset: usize) -> Result<usize, Damage> {
     let rest = file.get(offset..).unwrap_or_default();
     if rest.len() < RECORD_PREFIX_LEN {
         return Err(if rest.len() >= 4 && u32_at(rest, 0) == 0 {
@@ -233,8 +254,7 @@ pub fn read_record(file: &[u8], offset: usize) -> Result<(Entry, usize), Damage>
     if u32_at(rest, 4) != crc32c_append(crc32c(&rest[0..4]), payload) {
         return Err(Damage::Crc);
     }
-    let entry = decode_payload(payload).map_err(Damage::Undecodable)?;
-    Ok((entry, end as usize))
+    Ok(end as usize)
 }
 
 fn decode_payload(payload: &[u8]) -> Result<Entry, &'static str> {

@@ -257,6 +257,18 @@ impl DiskFile for SimFile {
         Ok(self.state.lock().inodes[self.inode].live.clone())
     }
 
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let state = self.state.lock();
+        let live = &state.inodes[self.inode].live;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let bytes = start
+            .checked_add(buf.len())
+            .and_then(|end| live.get(start..end))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(bytes);
+        Ok(())
+    }
+
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
         let mut state = self.state.lock();
         let live = &mut state.inodes[self.inode].live;

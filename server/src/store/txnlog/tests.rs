@@ -53,7 +53,7 @@ fn open_log(
     let on_durable: OnDurable = Box::new(move |d| {
         let _ = tx.send(d); // the test may have stopped listening
     });
-    let (recovered, writer) = open(disk.clone(), config, after, on_durable)?;
+    let (recovered, writer, _) = open(disk.clone(), config, after, on_durable)?;
     Ok((recovered, writer, rx))
 }
 
@@ -493,7 +493,7 @@ fn crash_scenario(seed: u64, truncations: bool) {
     let on_durable: OnDurable = Box::new(move |d| {
         acked_writer.store(d.ready_number, std::sync::atomic::Ordering::SeqCst);
     });
-    let (_, writer) = open(
+    let (_, writer, _) = open(
         disk.clone(),
         config.clone(),
         Position::default(),
@@ -577,4 +577,64 @@ fn crash_with_truncations_keeps_every_acknowledged_entry() {
     for seed in 100..=160 {
         crash_scenario(seed, true);
     }
+}
+
+/// The reader finds any written entry again, across segments, by raft's size rule (at
+/// least one entry, then as many as fit), while the writer goes on appending to the
+/// segment it reads from; and a truncation after the entries it found moves none of
+/// them.
+#[test]
+fn the_reader_reads_back_ranges_across_segments_while_the_log_grows() {
+    let (sim, disk) = sim();
+    let (_, writer, rx) = open_log(&disk, config(&dir()), Position::default()).unwrap();
+    let written = entries(1..=300, 1, 100);
+    writer.submit(AppendBatch {
+        entries: written[..250].to_vec(),
+        hard_state: None,
+        ready_number: 1,
+    });
+    wait_for(&rx, 1);
+    assert!(segments(&sim).len() > 3, "4 KiB segments roll");
+    let mut reader = LogReader::new(disk.clone(), dir());
+    let size = |es: &[Entry]| -> u64 {
+        use protobuf::Message as _;
+        es.iter().map(|e| u64::from(e.compute_size())).sum()
+    };
+    let (all, all_size) = reader.read(1, 251, u64::MAX).unwrap();
+    assert_eq!(all, written[..250]);
+    assert_eq!(all_size, size(&all));
+    // Within a byte budget: as many as fit, and at least one.
+    let budget = size(&written[9..29]);
+    let (some, _) = reader.read(10, 251, budget).unwrap();
+    assert_eq!(some, written[9..29]);
+    let (one, _) = reader.read(10, 251, 1).unwrap();
+    assert_eq!(one, written[9..10]);
+    // The last segment grows while it is read from.
+    let (tail, _) = reader.read(240, 251, u64::MAX).unwrap();
+    assert_eq!(tail, written[239..250]);
+    writer.submit(AppendBatch {
+        entries: written[250..].to_vec(),
+        hard_state: None,
+        ready_number: 2,
+    });
+    wait_for(&rx, 2);
+    let (grown, _) = reader.read(240, 301, u64::MAX).unwrap();
+    assert_eq!(grown, written[239..]);
+    // A new leader replaces entries from 290 on; those before stay where they were.
+    writer.submit(AppendBatch {
+        entries: entries(290..=295, 2, 30),
+        hard_state: None,
+        ready_number: 3,
+    });
+    wait_for(&rx, 3);
+    let (kept, _) = reader.read(280, 290, u64::MAX).unwrap();
+    assert_eq!(kept, written[279..289]);
+    reader.forget();
+    let (replaced, _) = reader.read(285, 296, u64::MAX).unwrap();
+    assert_eq!(replaced[..5], written[284..289]);
+    assert_eq!(replaced[5..], entries(290..=295, 2, 30)[..]);
+    assert!(matches!(
+        reader.read(296, 297, u64::MAX),
+        Err(LogError::Missing { index: 296, .. })
+    ));
 }
