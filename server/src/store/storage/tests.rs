@@ -382,6 +382,13 @@ fn logger() -> slog::Logger {
 }
 
 impl Node {
+    /// Proposes each payload in turn (this node must lead).
+    fn propose_each(&mut self, payloads: impl IntoIterator<Item = String>) {
+        for payload in payloads {
+            self.raw.propose(vec![], payload.into_bytes()).unwrap();
+        }
+    }
+
     fn start(root: &Path, id: u64, voters: &[u64]) -> Node {
         let (tx, persisted) = mpsc::channel();
         let mut config = config(root, id);
@@ -567,6 +574,14 @@ fn run(nodes: &mut [Node], mut done: impl FnMut(&mut [Node]) -> bool) {
     }
 }
 
+/// Nodes 1, 2 and 3, voters all, each under its own directory in `dir` (the same ones
+/// on every call: a restart).
+fn start_three(dir: &Path) -> Vec<Node> {
+    (1..=3u64)
+        .map(|id| Node::start(&dir.join(format!("n{id}")), id, &[1, 2, 3]))
+        .collect()
+}
+
 fn leader(nodes: &[Node]) -> Option<usize> {
     nodes
         .iter()
@@ -621,20 +636,12 @@ fn a_single_node_commits_through_group_commit_and_restarts() {
 #[test]
 fn three_nodes_replicate_catch_up_by_snapshot_and_restart() {
     let tmp = tempfile::tempdir().unwrap();
-    let roots: Vec<_> = (1..=3).map(|i| tmp.path().join(format!("n{i}"))).collect();
-    let voters = [1, 2, 3];
-    let start = |i: usize| Node::start(&roots[i], i as u64 + 1, &voters);
     {
-        let mut nodes: Vec<Node> = (0..3).map(start).collect();
+        let mut nodes = start_three(tmp.path());
         nodes[0].raw.campaign().unwrap();
         run(&mut nodes, |nodes| leader(nodes).is_some());
         let l = leader(&nodes).unwrap();
-        for i in 0..300 {
-            nodes[l]
-                .raw
-                .propose(vec![], format!("a{i}").into_bytes())
-                .unwrap();
-        }
+        nodes[l].propose_each((0..300).map(|i| format!("a{i}")));
         run(&mut nodes, |nodes| {
             nodes.iter().all(|n| n.applied.len() == 300)
         });
@@ -642,12 +649,7 @@ fn three_nodes_replicate_catch_up_by_snapshot_and_restart() {
         let down = if l == 2 { 1 } else { 2 };
         let mut stopped = nodes.remove(down);
         let l = leader(&nodes).unwrap();
-        for i in 0..200 {
-            nodes[l]
-                .raw
-                .propose(vec![], format!("b{i}").into_bytes())
-                .unwrap();
-        }
+        nodes[l].propose_each((0..200).map(|i| format!("b{i}")));
         run(&mut nodes, |nodes| {
             nodes.iter().all(|n| n.applied.len() == 500)
         });
@@ -669,7 +671,7 @@ fn three_nodes_replicate_catch_up_by_snapshot_and_restart() {
         let expected = nodes[0].applied.clone();
         assert!(nodes.iter().all(|n| n.applied == expected));
     }
-    let mut nodes: Vec<Node> = (0..3).map(start).collect();
+    let mut nodes = start_three(tmp.path());
     nodes[1].raw.campaign().unwrap();
     run(&mut nodes, |nodes| leader(nodes).is_some());
     let l = leader(&nodes).unwrap();
@@ -689,10 +691,7 @@ fn three_nodes_replicate_catch_up_by_snapshot_and_restart() {
 #[test]
 fn a_follower_behind_catches_up_from_entries_read_back_from_the_log() {
     let tmp = tempfile::tempdir().unwrap();
-    let roots: Vec<_> = (1..=3).map(|i| tmp.path().join(format!("n{i}"))).collect();
-    let voters = [1, 2, 3];
-    let start = |i: usize| Node::start(&roots[i], i as u64 + 1, &voters);
-    let mut nodes: Vec<Node> = (0..3).map(start).collect();
+    let mut nodes = start_three(tmp.path());
     nodes[0].raw.campaign().unwrap();
     run(&mut nodes, |nodes| leader(nodes).is_some());
     let l = leader(&nodes).unwrap();
@@ -701,12 +700,7 @@ fn a_follower_behind_catches_up_from_entries_read_back_from_the_log() {
     let behind = stopped.storage().last_index().unwrap();
     let l = leader(&nodes).unwrap();
     // 16 KiB segments: a few hundred of these fill several.
-    for i in 0..600 {
-        nodes[l]
-            .raw
-            .propose(vec![], format!("entry {i} {:0>64}", i).into_bytes())
-            .unwrap();
-    }
+    nodes[l].propose_each((0..600).map(|i| format!("entry {i} {:0>64}", i)));
     run(&mut nodes, |nodes| {
         nodes.iter().all(|n| n.applied.len() == 600)
     });
