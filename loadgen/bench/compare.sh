@@ -29,20 +29,6 @@ zk_home=/usr/share/zookeeper
 cargo build --release --bin paddock --bin paddock-loadgen
 bench_workdir paddock-bench
 
-cpu_seconds() {  # summed user+system CPU of the given pids
-    python3 - "$@" <<'PY'
-import os, sys
-tick = os.sysconf("SC_CLK_TCK"); total = 0
-for pid in sys.argv[1:]:
-    try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    except OSError:
-        pass
-print(total / tick)
-PY
-}
-
 rss_mib() {  # summed resident memory of the given pids
     local total=0 pid kib
     for pid in "$@"; do
@@ -60,23 +46,20 @@ for run in $(seq 1 "$runs"); do
             IFS=: read -r scenario size c flag <<< "$cell"
             extra=()
             [ "${flag:-}" = get ] && extra=(--get-after-notify)
-            before=$(cpu_seconds "${server_pids[@]}")
             line=$(./target/release/paddock-loadgen --servers "$hosts" --scenario "$scenario" \
                 --conns "$c" --data-size "$size" --duration "$duration" --warmup "$warmup" \
                 --root "/bench-$scenario-$size-$c" "${extra[@]}" --json \
                 --server-pids "$(IFS=,; echo "${server_pids[*]}")" || true)
-            after=$(cpu_seconds "${server_pids[@]}")
             rss=$(rss_mib "${server_pids[@]}")
             echo "round $run $kind $cell: $line" | cut -c1-200 >&2
-            python3 - "$kind" "$cell" "$run" "$before" "$after" "$rss" "$line" >> "$results" <<'PY'
+            python3 - "$kind" "$cell" "$run" "$rss" "$line" >> "$results" <<'PY'
 import json, sys
-kind, cell, run, before, after, rss, line = sys.argv[1:]
+kind, cell, run, rss, line = sys.argv[1:]
 try:
     summary = json.loads(line)
 except ValueError:
     summary = {"error": line}
-summary.update(system=kind, cell=cell, run=int(run),
-               server_cpu_s=float(after) - float(before), server_rss_mib=int(rss))
+summary.update(system=kind, cell=cell, run=int(run), server_rss_mib=int(rss))
 print(json.dumps(summary))
 PY
         done
