@@ -32,8 +32,10 @@
 //!
 //! # Preallocation and rotation
 //! A segment grows in `preAllocSize` steps (`fallocate`, so the blocks are reserved), so
-//! most appends don't change the file's size, an `fdatasync` need not write the inode as
-//! well, and a full disk fails the preallocation rather than an append. Once a record
+//! most appends don't change the file's size and a full disk fails the preallocation
+//! rather than an append. The writer also zero-fills the preallocated space a step ahead
+//! of the last record, so that an `fdatasync` finds written blocks and need not convert
+//! extents and write the inode as well; the zeros read as the end of the log. Once a record
 //! would take a segment past `segment_size`, the writer fsyncs the segment and starts the
 //! next one, named by that record's index (a record bigger than `segment_size` gets a
 //! segment to itself). Every segment but the last is therefore complete and fsynced: only

@@ -199,6 +199,9 @@ struct Active {
     end: u64,
     /// The file's length: preallocated space included.
     allocated: u64,
+    /// Below this offset the blocks hold written data (records or zeros), not
+    /// preallocated-but-unwritten extents; see [`zero_fill`].
+    zeroed: u64,
 }
 
 impl Active {
@@ -211,6 +214,28 @@ impl Active {
             .last()
             .map_or(self.prev_term, |&(_, term)| term)
     }
+}
+
+/// How far past the last record the writer zero-fills preallocated space.
+const ZERO_FILL_STEP: u64 = 256 * 1024;
+static ZEROS: [u8; ZERO_FILL_STEP as usize] = [0; ZERO_FILL_STEP as usize];
+
+/// The zeros to write along with records that end at `end`, if they reach past `zeroed`.
+///
+/// `fallocate` leaves its blocks *unwritten*: the first fdatasync of data there must
+/// also convert the extent and write the inode — a second synchronous I/O, which on
+/// ext4 costs half again the CPU and wall time of the fsync (measured on the CI box:
+/// 50 against 33 µs CPU, 145 against 95 µs wall per 4 KiB pwrite+fdatasync). Writing
+/// zeros up to the next `ZERO_FILL_STEP` boundary makes that conversion happen once per
+/// step instead of once per group commit. The zeros read as the end of the log, the
+/// same as the unwritten space they replace, and stay inside the preallocation, so they
+/// never need new space.
+fn zero_fill(zeroed: u64, end: u64, allocated: u64) -> Option<std::ops::Range<u64>> {
+    if end <= zeroed {
+        return None;
+    }
+    let until = ((end / ZERO_FILL_STEP + 1) * ZERO_FILL_STEP).min(allocated);
+    (until > end).then_some(end..until)
 }
 
 /// The log's directory and the file operations on it.
@@ -255,6 +280,7 @@ impl Dir {
             records: Vec::new(),
             end: HEADER_LEN,
             allocated,
+            zeroed: HEADER_LEN,
         }
     }
 
@@ -285,6 +311,7 @@ impl Dir {
             records: open.records,
             end: open.end,
             allocated: open.file_len,
+            zeroed: open.end,
         }
     }
 
@@ -318,6 +345,7 @@ impl Dir {
             records: scanned.record_terms(),
             end: scanned.end,
             allocated: bytes.len() as u64,
+            zeroed: scanned.end,
         }
     }
 
@@ -474,6 +502,14 @@ impl Writer {
         if let Err(e) = active.file.write_at(start, &self.buf) {
             fatal(format_args!("writing {}", active.path.display()), &e);
         }
+        if let Some(zeros) = zero_fill(active.zeroed, active.end, active.allocated) {
+            let len = (zeros.end - zeros.start) as usize;
+            if let Err(e) = active.file.write_at(zeros.start, &ZEROS[..len]) {
+                fatal(format_args!("writing {}", active.path.display()), &e);
+            }
+            active.zeroed = zeros.end;
+        }
+        active.zeroed = active.zeroed.max(active.end);
         self.dir.stats.add_bytes_written(self.buf.len() as u64);
         self.buf.clear();
     }
@@ -550,6 +586,7 @@ impl Writer {
         );
         active.records.truncate(cut);
         active.end = offset;
+        active.zeroed = active.zeroed.min(offset);
         // Cut, fsync, then grow back: the cut region reads as zeros, so no stale record
         // can follow the new ones after a crash. Fsynced even with forceSync=no.
         let cut_done = active
@@ -599,5 +636,36 @@ impl Writer {
             self.dir.remove(&segment.path, segment.size);
         }
         self.dir.sync();
+    }
+}
+
+#[cfg(test)]
+mod zero_fill_tests {
+    use super::{zero_fill, ZERO_FILL_STEP};
+
+    const STEP: u64 = ZERO_FILL_STEP;
+
+    #[test]
+    fn records_past_the_frontier_zero_fill_to_the_next_step() {
+        assert_eq!(zero_fill(40, 100, 64 * STEP), Some(100..STEP));
+        assert_eq!(
+            zero_fill(STEP, STEP + 1, 64 * STEP),
+            Some(STEP + 1..2 * STEP)
+        );
+        // Ending exactly on a boundary fills the whole next step.
+        assert_eq!(zero_fill(STEP - 10, STEP, 64 * STEP), Some(STEP..2 * STEP));
+    }
+
+    #[test]
+    fn records_inside_zeroed_space_write_no_zeros() {
+        assert_eq!(zero_fill(STEP, 100, 64 * STEP), None);
+        assert_eq!(zero_fill(STEP, STEP, 64 * STEP), None);
+    }
+
+    #[test]
+    fn zeros_stay_inside_the_preallocation() {
+        assert_eq!(zero_fill(40, 100, 1000), Some(100..1000));
+        // Sparse growth (no preallocation): the records end the file, nothing to fill.
+        assert_eq!(zero_fill(40, 1000, 1000), None);
     }
 }
