@@ -126,6 +126,9 @@ pub struct RaftMetrics {
     pub looking: Counter,
     /// ZooKeeper's `snapshottime`, in milliseconds: writing one snapshot.
     pub snapshot_time: Histogram,
+    /// ZooKeeper's `quorum_ack_latency`, in milliseconds, on the leader: from
+    /// appending a batch of proposals to its log to their commit.
+    pub quorum_ack_latency: Histogram,
 }
 
 impl Default for RaftMetrics {
@@ -134,6 +137,7 @@ impl Default for RaftMetrics {
             election_time: millis_histogram(),
             looking: Counter::default(),
             snapshot_time: millis_histogram(),
+            quorum_ack_latency: millis_histogram(),
         }
     }
 }

@@ -193,6 +193,11 @@ impl Exporter {
             raft.election_time.clone(),
         );
         registry.register(
+            "quorum_ack_latency",
+            "on the leader: from appending a batch of proposals to their commit, in milliseconds",
+            raft.quorum_ack_latency.clone(),
+        );
+        registry.register(
             "looking_count",
             "times this server found itself without a leader",
             raft.looking.clone(),

@@ -8,6 +8,7 @@ mod contact;
 mod logger;
 mod lost_data;
 mod node;
+mod quorum_ack;
 mod recovery;
 mod replica;
 pub mod transport;

@@ -24,6 +24,7 @@ use super::after_fsync::AfterFsync;
 use super::contact::QuorumContact;
 use super::logger::raft_logger;
 use super::lost_data;
+use super::quorum_ack::QuorumAckClock;
 use super::recovery::{RaftStateOnDisk, VoteGuard};
 use super::replica::Replica;
 use super::transport::Transport;
@@ -331,6 +332,7 @@ impl Consensus {
             snapshots: SnapshotPolicy::new(config.snap_count, config.applied),
             has_state: config.has_state.clone(),
             leaderless_since: Some(Instant::now()),
+            quorum_acks: QuorumAckClock::default(),
         };
         raft_loop.status.metrics.looking.inc();
         let thread = std::thread::Builder::new()
@@ -403,6 +405,8 @@ struct RaftLoop<A: Applier> {
     has_state: Arc<AtomicBool>,
     /// Since when this server has known no leader, for `election_time`.
     leaderless_since: Option<Instant>,
+    /// The leader's proposals awaiting a quorum, for `quorum_ack_latency`.
+    quorum_acks: QuorumAckClock,
 }
 
 /// Committed entry bytes handed out per `Ready` (raft-rs: `max_committed_size_per_ready`).
@@ -636,9 +640,9 @@ impl<A: Applier> RaftLoop<A> {
                 .term
                 .store(self.replica.node.raft.term, Ordering::Release);
         }
-        self.status
-            .commit
-            .store(self.replica.node.raft.raft_log.committed, Ordering::Release);
+        let committed = self.replica.node.raft.raft_log.committed;
+        self.status.commit.store(committed, Ordering::Release);
+        self.time_quorum_acks(&ready, committed);
         // A leader's messages may go out before its own entries are durable, and in
         // any order with applying: entries go first (the followers' fsyncs overlap
         // everything below), and so do commit notices to the servers that proposed a
@@ -721,6 +725,22 @@ impl<A: Applier> RaftLoop<A> {
         }
         self.release_entries();
         self.maybe_snapshot();
+    }
+
+    /// `quorum_ack_latency`: the leader times each `Ready`'s entries from now, when it
+    /// appends them, until the commit index covers them.
+    fn time_quorum_acks(&mut self, ready: &raft::Ready, committed: u64) {
+        if self.replica.node.raft.state != StateRole::Leader {
+            self.quorum_acks.clear();
+            return;
+        }
+        let now = Instant::now();
+        for waited in self.quorum_acks.committed(committed, now) {
+            observe_millis(&self.status.metrics.quorum_ack_latency, waited);
+        }
+        if let Some(last) = ready.entries().last() {
+            self.quorum_acks.appended(last.index, now);
+        }
     }
 
     /// Drops the in-memory copies of entries well behind what is both applied and

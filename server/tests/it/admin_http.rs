@@ -216,6 +216,7 @@ fn admin_commands_answer_as_zookeepers_admin_server() {
             "fsynctime_count ",
             "sync_processor_batch_size_bucket{le=\"1.0\"} ",
             "election_time_count 1",
+            "quorum_ack_latency_count ",
             "looking_count_total 1",
             "bytes_received_count_total ",
             "response_bytes_total ",
@@ -229,6 +230,12 @@ fn admin_commands_answer_as_zookeepers_admin_server() {
                 "{series} missing from /metrics:\n{text}"
             );
         }
+        // The leader (a standalone server is one) timed its proposals' commits.
+        let quorum_acks = text
+            .lines()
+            .find_map(|line| line.strip_prefix("quorum_ack_latency_count "))
+            .and_then(|count| count.trim().parse::<u64>().ok());
+        assert!(quorum_acks.is_some_and(|n| n > 0), "{quorum_acks:?}");
     }
     // The metrics port serves metrics alone.
     assert_eq!(
