@@ -78,7 +78,12 @@ impl NodeKind {
 
 /// The stat fields a node stores (`StatPersisted`); the rest of the wire [`Stat`] is
 /// derived.
+///
+/// Packed to 4-byte alignment: 60 bytes instead of 64, so that in a [`Node`] the child
+/// count takes the place of the padding, and a node with its `Arc` header fits a
+/// 144-byte heap chunk rather than a 160-byte one (16 MB per million znodes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C, packed(4))]
 pub struct StatPersisted {
     pub czxid: i64,
     pub mzxid: i64,
@@ -234,6 +239,14 @@ fn own_allocation(data: Data) -> Data {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_and_its_arc_header_fit_a_144_byte_heap_chunk() {
+        // glibc's chunk for n bytes is n + 8 rounded up to 16: 16 + 120 -> 144, where
+        // 16 + 128 took 160.
+        assert_eq!(std::mem::size_of::<StatPersisted>(), 60);
+        assert_eq!(std::mem::size_of::<Node>(), 120);
+    }
 
     #[test]
     fn ephemeral_owner_encodings_round_trip() {
