@@ -15,8 +15,8 @@ use raft::prelude::ConfState;
 use crate::config::{Autopurge, Config, Ensemble};
 use crate::conns::ConnRegistry;
 use crate::consensus::{
-    self, Consensus, ConsensusConfig, Identity, LinkTiming, PeerEvent, Proposer, RaftStateOnDisk,
-    Status, Transport,
+    self, Consensus, ConsensusConfig, Handover, Identity, LinkTiming, PeerEvent, Proposer,
+    RaftStateOnDisk, Status, Transport,
 };
 use crate::health::Health;
 use crate::image::Image;
@@ -79,7 +79,8 @@ impl Daemon {
             .map(|(listener, _)| listener.local_addr())
             .ok_or_else(|| anyhow::anyhow!("no client port"))??;
         let admin = crate::admin::Listeners::bind(&config.admin).await?;
-        let (proposer, proposals) = consensus::channel();
+        let (proposer, proposals) = consensus::channel()
+            .map_err(|e| anyhow::anyhow!("cannot make the raft thread's inbox: {e}"))?;
         let (liveness, liveness_events) = liveness::channel();
         let status = Arc::new(Status::default());
         let consensus_config = consensus_config(config);
@@ -456,6 +457,11 @@ async fn start_transport(
         has_state,
         tls,
     };
+    // The raft thread reads plain-TCP message links itself once they are open.
+    let handover: Handover = {
+        let proposer = proposer.clone();
+        Arc::new(move |peer| proposer.adopt_peer(peer))
+    };
     let transport = Transport::start(
         me,
         listen,
@@ -488,6 +494,7 @@ async fn start_transport(
                 });
             }
         },
+        Some(handover),
         shutdown.clone(),
     )
     .await

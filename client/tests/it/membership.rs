@@ -67,6 +67,16 @@ async fn one_latch_leads_and_the_next_takes_over() {
                 .map(|(i, _)| i)
                 .collect::<Vec<_>>()
         };
+        // `start` joins in the background: wait until all three are listed, or the
+        // first to lead may be counted before the others have joined.
+        for attempt in 0.. {
+            let joined = latches[0].participants().await.unwrap().len();
+            if joined == 3 {
+                break;
+            }
+            assert!(attempt < 200, "only {joined} of 3 latches joined");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let mut remaining = latches;
         for round in 0..3 {
             // Exactly one of the remaining latches ends up leading.

@@ -5,6 +5,7 @@
 
 mod after_fsync;
 mod contact;
+mod inbox;
 mod logger;
 mod lost_data;
 mod node;
@@ -17,6 +18,6 @@ pub use node::{
     channel, Applier, Consensus, ConsensusConfig, Proposer, Role, SnapshotWriter, Status,
 };
 pub use recovery::RaftStateOnDisk;
-pub use transport::{Identity, LinkTiming, LivenessReport, PeerEvent, Transport};
+pub use transport::{Handover, Identity, LinkTiming, LivenessReport, PeerEvent, Transport};
 #[cfg(test)]
 pub(crate) use {contact::QuorumContact, recovery::VoteGuard, replica::Replica};

@@ -1,5 +1,6 @@
 //! The raft loop: one thread owns the `RawNode`, takes proposals, peer messages,
-//! read-index requests and the log writer's fsync reports from one channel, ticks, and
+//! read-index requests and the log writer's fsync reports from one inbox (a channel,
+//! and the peer connections it reads itself: `super::inbox`), ticks, and
 //! handles each `Ready` in the order raft-rs documents for asynchronous persistence
 //! (`crate::store::storage` spells the contract out). Committed entries go to the
 //! [`Applier`] in log order; every `snapCount` or so, the applier's image is written
@@ -7,7 +8,6 @@
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,12 +22,13 @@ use crate::txn::{Origin, ORIGIN_LEN};
 
 use super::after_fsync::AfterFsync;
 use super::contact::QuorumContact;
+use super::inbox::{inbox, Inbox, InboxSender};
 use super::logger::raft_logger;
 use super::lost_data;
 use super::quorum_ack::QuorumAckClock;
 use super::recovery::{RaftStateOnDisk, VoteGuard};
 use super::replica::Replica;
-use super::transport::Transport;
+use super::transport::{AdoptedPeer, Transport};
 
 /// What the loop hands committed entries and confirmed reads to: the state machine.
 pub trait Applier: Send + 'static {
@@ -90,31 +91,33 @@ enum Input {
         to: u64,
         ok: bool,
     },
+    /// A peer's message link, from now on read by this thread.
+    AdoptPeer(AdoptedPeer),
 }
 
 /// The cheap handle other threads use to reach the raft thread.
 #[derive(Clone)]
 pub struct Proposer {
-    tx: Sender<Input>,
+    tx: InboxSender<Input>,
     after_fsync: Arc<AfterFsync>,
 }
 
 /// The channel between proposers and the raft thread, made before either exists.
-pub fn channel() -> (Proposer, Proposals) {
-    let (tx, rx) = mpsc::channel();
+pub fn channel() -> io::Result<(Proposer, Proposals)> {
+    let (tx, rx) = inbox()?;
     let after_fsync = Arc::new(AfterFsync::default());
-    (
+    Ok((
         Proposer {
             tx,
             after_fsync: after_fsync.clone(),
         },
         Proposals { rx, after_fsync },
-    )
+    ))
 }
 
 /// The raft thread's end of [`channel`].
 pub struct Proposals {
-    rx: Receiver<Input>,
+    rx: Inbox<Input>,
     after_fsync: Arc<AfterFsync>,
 }
 
@@ -129,6 +132,11 @@ impl Proposer {
     /// Hands a message from a peer to raft.
     pub fn step(&self, message: Message) {
         let _ = self.tx.send(Input::Peer(message));
+    }
+
+    /// Hands a peer's message link to the raft thread, which reads it from then on.
+    pub fn adopt_peer(&self, peer: AdoptedPeer) {
+        let _ = self.tx.send(Input::AdoptPeer(peer));
     }
 
     /// Tells raft how streaming a snapshot to `to` ended: until it hears, it sends that
@@ -313,7 +321,8 @@ impl Consensus {
                 VoteGuard::new(config.id, config.voters.clone(), config.raft_state),
                 QuorumContact::new(config.id, config.voters.clone()),
             ),
-            inputs: proposals.rx,
+            inbox: proposals.rx,
+            peer_messages: Vec::new(),
             applier,
             tick: config.tick,
             status,
@@ -390,7 +399,9 @@ struct RaftLoop<A: Applier> {
     /// records lags by one write at most.
     unrecorded_hard_state: Option<HardState>,
     snapshots: SnapshotPolicy,
-    inputs: Receiver<Input>,
+    inbox: Inbox<Input>,
+    /// Raft messages read from peer sockets in this turn (kept for its allocation).
+    peer_messages: Vec<Message>,
     applier: A,
     tick: Duration,
     status: Arc<Status>,
@@ -493,18 +504,22 @@ impl<A: Applier> RaftLoop<A> {
         let mut next_tick = Instant::now() + self.tick;
         while !self.stop.load(Ordering::Acquire) {
             let wait = next_tick.saturating_duration_since(Instant::now());
-            match self.inputs.recv_timeout(wait) {
-                Ok(input) => {
-                    self.handle(input);
-                    let more: Vec<Input> =
-                        self.inputs.try_iter().take(MAX_INPUTS_PER_TURN).collect();
-                    for input in more {
-                        self.handle(input);
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
+            if self.inbox.wait(wait).is_err() {
+                return;
             }
+            for _ in 0..MAX_INPUTS_PER_TURN {
+                let Some(input) = self.inbox.next_input() else {
+                    break;
+                };
+                self.handle(input);
+            }
+            self.inbox
+                .read_peers(&mut self.peer_messages, Instant::now());
+            let mut messages = std::mem::take(&mut self.peer_messages);
+            for message in messages.drain(..) {
+                self.step(message);
+            }
+            self.peer_messages = messages;
             let now = Instant::now();
             if now >= next_tick {
                 if self.replica.tick() {
@@ -514,6 +529,7 @@ impl<A: Applier> RaftLoop<A> {
                 // One tick however late: after a pause (SIGSTOP, a stalled VM) a burst
                 // of catch-up ticks would fire elections and timeouts at once.
                 next_tick = (next_tick + self.tick).max(now);
+                self.inbox.drop_silent(now);
                 self.publish_progress();
             }
             self.on_ready();
@@ -536,13 +552,14 @@ impl<A: Applier> RaftLoop<A> {
                 }
                 proposed
             }
-            Input::Peer(message) => match self.replica.step(message, Instant::now()) {
-                Ok(replies) => {
-                    self.send(replies);
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            },
+            Input::Peer(message) => {
+                self.step(message);
+                Ok(())
+            }
+            Input::AdoptPeer(peer) => {
+                self.inbox.adopt(peer, Instant::now());
+                Ok(())
+            }
             Input::ReadIndex(request) => {
                 self.replica
                     .node
@@ -593,6 +610,15 @@ impl<A: Applier> RaftLoop<A> {
             // A proposal with no leader to take it, or a stale message: the waiter
             // times out and the client retries.
             tracing::debug!("raft input dropped: {e}");
+        }
+    }
+
+    /// Steps raft with a peer's message.
+    fn step(&mut self, message: Message) {
+        match self.replica.step(message, Instant::now()) {
+            Ok(replies) => self.send(replies),
+            // A stale message: raft's peers retransmit what matters.
+            Err(e) => tracing::debug!("raft input dropped: {e}"),
         }
     }
 

@@ -18,6 +18,11 @@
 //! message to raft. The leader reports the outcome to raft (`report_snapshot`): a
 //! failed or stalled transfer starts again from the beginning when raft retries.
 //!
+//! Receiving: the accepting task reads a connection's hello; a plain-TCP message
+//! link is then handed to the raft thread (`Handover`), which reads it itself
+//! (`adopted`, `consensus::inbox`): one wake-up per message instead of a tokio
+//! worker's and then the raft thread's. Snapshot streams and TLS links stay here.
+//!
 //! Sending never blocks the raft loop: a frame for an idle plain-TCP link is written
 //! at once by the sending thread, without blocking; the rest waits in the peer's
 //! bounded queue (`queue`), drained by the link's task, which batches what waits into
@@ -52,6 +57,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
+pub use self::adopted::{AdoptedPeer, PeerSocket};
 use self::queue::PeerQueue;
 use crate::store::snapshot::{snapshot_name, LoadedSnapshot, SnapshotDir};
 use crate::tls::PeerTls;
@@ -169,6 +175,10 @@ struct SnapshotStreams {
 
 type Deliver = Arc<dyn Fn(PeerEvent) + Send + Sync>;
 
+/// Takes over plain-TCP message links from the transport's tasks (the raft thread,
+/// which then reads them itself: `consensus::inbox`).
+pub type Handover = Arc<dyn Fn(AdoptedPeer) + Send + Sync>;
+
 /// Who this server is on its peer links.
 #[derive(Debug, Clone)]
 pub struct Identity {
@@ -183,7 +193,11 @@ pub struct Identity {
 
 impl Transport {
     /// Starts a sender task per peer and the listener for incoming peer connections;
-    /// what peers send is handed to `deliver`.
+    /// what peers send is handed to `deliver`, and plain-TCP message links, once open,
+    /// to `handover` if there is one.
+    // Each argument is a separate part the daemon wires in; a struct for them would
+    // only rename the list.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         me: Identity,
         listen: SocketAddr,
@@ -191,6 +205,7 @@ impl Transport {
         timing: LinkTiming,
         snapshots: SnapshotDir,
         deliver: impl Fn(PeerEvent) + Send + Sync + 'static,
+        handover: Option<Handover>,
         shutdown: CancellationToken,
     ) -> std::io::Result<Transport> {
         let deliver: Deliver = Arc::new(deliver);
@@ -199,6 +214,7 @@ impl Transport {
             listener,
             me.tls.clone(),
             deliver.clone(),
+            handover,
             timing,
             snapshots.clone(),
             shutdown.clone(),
@@ -573,6 +589,7 @@ async fn accept_loop(
     listener: TcpListener,
     tls: Option<PeerTls>,
     deliver: Deliver,
+    handover: Option<Handover>,
     timing: LinkTiming,
     snapshots: SnapshotDir,
     shutdown: CancellationToken,
@@ -588,31 +605,53 @@ async fn accept_loop(
                 let shutdown = shutdown.clone();
                 let snapshots = snapshots.clone();
                 let tls = tls.clone();
+                let handover = handover.clone();
                 tokio::spawn(async move {
-                    let stream: PeerStream = match tls {
-                        None => Box::new(stream),
-                        Some(tls) => {
-                            let handshake = tokio::time::timeout(
-                                timing.stall_limit,
-                                tls.acceptor.accept(stream),
-                            );
-                            match handshake.await {
-                                Ok(Ok(stream)) => Box::new(stream),
-                                Ok(Err(e)) => {
-                                    tracing::warn!(%peer, "refused a peer connection: TLS handshake failed: {e}");
-                                    return;
-                                }
-                                Err(_) => {
-                                    tracing::warn!(%peer, "refused a peer connection: no TLS handshake within {:?}", timing.stall_limit);
-                                    return;
-                                }
-                            }
-                        }
-                    };
                     let receiver = Receiver {
                         deliver: &*deliver,
                         silence_limit: timing.silence_limit,
                         snapshots: &snapshots,
+                        hand_over: tls.is_none() && handover.is_some(),
+                    };
+                    let Some(tls) = tls else {
+                        let ended = tokio::select! {
+                            result = receiver.run(stream) => result,
+                            _ = shutdown.cancelled() => return,
+                        };
+                        match ended {
+                            Ok(Some((stream, buffered, from))) => {
+                                let handover = handover.as_deref();
+                                match (stream.into_std(), handover) {
+                                    (Ok(stream), Some(handover)) => handover(AdoptedPeer {
+                                        stream,
+                                        buffered,
+                                        from,
+                                        silence_limit: timing.silence_limit,
+                                        deliver: deliver.clone(),
+                                    }),
+                                    (Err(e), _) => {
+                                        tracing::warn!(%peer, "cannot hand a peer connection over: {e}")
+                                    }
+                                    (Ok(_), None) => {}
+                                }
+                            }
+                            Ok(None) => {}
+                            Err(e) => tracing::debug!(%peer, "peer stream ended: {e}"),
+                        }
+                        return;
+                    };
+                    let handshake =
+                        tokio::time::timeout(timing.stall_limit, tls.acceptor.accept(stream));
+                    let stream = match handshake.await {
+                        Ok(Ok(stream)) => stream,
+                        Ok(Err(e)) => {
+                            tracing::warn!(%peer, "refused a peer connection: TLS handshake failed: {e}");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::warn!(%peer, "refused a peer connection: no TLS handshake within {:?}", timing.stall_limit);
+                            return;
+                        }
                     };
                     tokio::select! {
                         result = receiver.run(stream) => {
@@ -633,7 +672,9 @@ async fn accept_loop(
 }
 
 #[derive(Debug, thiserror::Error)]
-enum ReceiveError {
+pub enum ReceiveError {
+    #[error("closed by the peer")]
+    Closed,
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
     #[error("peer frame of {0} bytes is over the limit")]
@@ -651,6 +692,8 @@ struct Receiver<'a> {
     deliver: &'a (dyn Fn(PeerEvent) + Send + Sync),
     silence_limit: Duration,
     snapshots: &'a SnapshotDir,
+    /// Whether a message link is handed over once open (`Handover`).
+    hand_over: bool,
 }
 
 /// A snapshot arriving on a connection.
@@ -663,6 +706,14 @@ struct Incoming {
     file: tokio::fs::File,
 }
 
+/// How receiving on a connection ended.
+enum Pumped {
+    /// The peer closed it, or a snapshot stream is done.
+    Closed,
+    /// It is a message link, to be handed over.
+    MessageLink,
+}
+
 /// How a snapshot stream ended on the receiving side.
 enum Received {
     Verified(Box<(Message, LoadedSnapshot)>),
@@ -670,7 +721,13 @@ enum Received {
 }
 
 impl Receiver<'_> {
-    async fn run(&self, mut stream: PeerStream) -> Result<(), ReceiveError> {
+    /// Receives until the peer closes the connection, or, for a link to hand over, until
+    /// its first frame after the hello: then returns the stream, the bytes read past
+    /// that frame and the peer's id.
+    async fn run<S: PeerIo>(
+        &self,
+        mut stream: S,
+    ) -> Result<Option<(S, BytesMut, u64)>, ReceiveError> {
         let mut buf = BytesMut::with_capacity(64 * 1024);
         let mut from = None;
         let mut incoming: Option<Incoming> = None;
@@ -680,16 +737,19 @@ impl Receiver<'_> {
         if let Some(unfinished) = incoming {
             let _ = tokio::fs::remove_file(&unfinished.path).await;
         }
-        result
+        match (result?, from) {
+            (Pumped::MessageLink, Some(from)) => Ok(Some((stream, buf, from))),
+            _ => Ok(None),
+        }
     }
 
-    async fn pump(
+    async fn pump<S: PeerIo>(
         &self,
-        stream: &mut PeerStream,
+        stream: &mut S,
         buf: &mut BytesMut,
         from: &mut Option<u64>,
         incoming: &mut Option<Incoming>,
-    ) -> Result<(), ReceiveError> {
+    ) -> Result<Pumped, ReceiveError> {
         loop {
             while let Some(frame) = next_frame(buf)? {
                 let kind = frame.first().copied();
@@ -698,6 +758,9 @@ impl Receiver<'_> {
                 if !snapshot_frame {
                     if let Some(event) = decode(frame, from)? {
                         (self.deliver)(event);
+                    }
+                    if self.hand_over && kind != Some(KIND_HELLO) && from.is_some() {
+                        return Ok(Pumped::MessageLink);
                     }
                     continue;
                 }
@@ -725,13 +788,13 @@ impl Receiver<'_> {
                     .write_all(&[0, 0, 0, 2, KIND_SNAPSHOT_DONE, u8::from(ok)])
                     .await?;
                 stream.flush().await?;
-                return Ok(());
+                return Ok(Pumped::Closed);
             }
             let read = tokio::time::timeout(self.silence_limit, stream.read_buf(buf))
                 .await
                 .map_err(|_| ReceiveError::Silent(self.silence_limit))?;
             if read? == 0 {
-                return Ok(());
+                return Ok(Pumped::Closed);
             }
         }
     }
@@ -877,6 +940,8 @@ fn next_frame(buf: &mut BytesMut) -> Result<Option<Bytes>, ReceiveError> {
     Ok(Some(buf.split_to(len).freeze()))
 }
 
+#[path = "transport/adopted.rs"]
+mod adopted;
 #[path = "transport/queue.rs"]
 mod queue;
 #[cfg(test)]

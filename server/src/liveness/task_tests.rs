@@ -30,7 +30,7 @@ fn follower() -> Follower {
     let conns = Arc::new(ConnRegistry::default());
     let (tx, client) = outbox::channel(1 << 20);
     conns.attach(7, 0x70, tx, Arc::new(AtomicInstant::default()));
-    let (proposer, _proposals) = consensus::channel();
+    let (proposer, _proposals) = consensus::channel().expect("inbox");
     let writes = Arc::new(Writes::new(
         1,
         proposer,

@@ -105,6 +105,7 @@ async fn a_stuck_link_is_reconnected() {
         timing,
         SnapshotDir::open(tempdir.path()).unwrap(),
         |_| {},
+        None,
         shutdown.clone(),
     )
     .await
@@ -150,6 +151,7 @@ async fn a_silent_connection_is_dropped_by_the_receiver() {
         deliver: &|_| {},
         silence_limit: limit,
         snapshots: &snapshots,
+        hand_over: false,
     };
     let received = tokio::time::timeout(Duration::from_secs(10), receiver.run(Box::new(accepted)))
         .await
@@ -213,6 +215,7 @@ async fn pair_with(certs: Option<&PeerCerts>) -> Pair {
         move |event| {
             let _ = tx.lock().send(event);
         },
+        None,
         shutdown.clone(),
     )
     .await
@@ -228,6 +231,7 @@ async fn pair_with(certs: Option<&PeerCerts>) -> Pair {
         move |event| {
             let _ = tx.lock().send(event);
         },
+        None,
         shutdown.clone(),
     )
     .await
@@ -475,6 +479,7 @@ async fn with_tls_only_peers_with_a_trusted_certificate_are_heard() {
         move |event| {
             let _ = tx.lock().send(event);
         },
+        None,
         shutdown.clone(),
     )
     .await
@@ -497,6 +502,7 @@ async fn with_tls_only_peers_with_a_trusted_certificate_are_heard() {
         timing,
         SnapshotDir::open(dirs.1.path()).unwrap(),
         |_| {},
+        None,
         shutdown.clone(),
     )
     .await
@@ -548,4 +554,118 @@ async fn peer_certificates_must_name_the_peers_host_unless_told_otherwise() {
         );
     }
     accepting.await.unwrap();
+}
+
+/// Reads an adopted socket until `done` or 100 polls, a second each at most.
+fn read_until(
+    socket: &mut PeerSocket,
+    poll: &mut mio::Poll,
+    messages: &mut Vec<Message>,
+    done: impl Fn(&Result<bool, ReceiveError>, &[Message]) -> bool,
+) -> Result<bool, ReceiveError> {
+    let mut events = mio::Events::with_capacity(8);
+    for _ in 0..100 {
+        let mut budget = 1 << 20;
+        let read = socket.read(messages, &mut budget, std::time::Instant::now());
+        if done(&read, messages) {
+            return read;
+        }
+        poll.poll(&mut events, Some(Duration::from_secs(1)))
+            .unwrap();
+    }
+    panic!("the adopted socket never got there");
+}
+
+#[test]
+fn an_adopted_link_yields_its_raft_messages_in_order_and_hands_on_the_rest() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (stream, _) = listener.accept().unwrap();
+    stream.set_nonblocking(true).unwrap();
+    let first = Message {
+        to: 1,
+        term: 3,
+        index: 10,
+        ..Default::default()
+    };
+    let second = Message {
+        index: 11,
+        ..first.clone()
+    };
+    let mut out = BytesMut::new();
+    encode_raft(&mut out, &first);
+    encode_ack(&mut out, 7, 9);
+    encode_raft(&mut out, &second);
+    // What the transport's task read past its last frame comes along: half a frame.
+    let buffered = out.split_to(5);
+    std::io::Write::write_all(&mut peer, &out).unwrap();
+    let handed_on = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let deliver: Deliver = {
+        let handed_on = handed_on.clone();
+        Arc::new(move |event| handed_on.lock().push(event))
+    };
+    let mut poll = mio::Poll::new().unwrap();
+    let mut socket = PeerSocket::adopt(
+        AdoptedPeer {
+            stream,
+            buffered,
+            from: 2,
+            silence_limit: Duration::from_secs(60),
+            deliver,
+        },
+        poll.registry(),
+        mio::Token(1),
+        mio::Interest::READABLE,
+        std::time::Instant::now(),
+    )
+    .unwrap();
+    let mut messages = Vec::new();
+    read_until(&mut socket, &mut poll, &mut messages, |_, got| {
+        got.len() == 2
+    })
+    .unwrap();
+    assert_eq!(messages, [first, second]);
+    assert!(matches!(
+        handed_on.lock().as_slice(),
+        [PeerEvent::Ack {
+            from: 2,
+            seq: 7,
+            commit: 9
+        }]
+    ));
+    // A second hello on a link is malformed: the raft thread closes it.
+    std::io::Write::write_all(&mut peer, &[0, 0, 0, 9, KIND_HELLO, 0, 0, 0, 0, 0, 0, 0, 2])
+        .unwrap();
+    let refused = read_until(&mut socket, &mut poll, &mut messages, |r, _| r.is_err());
+    assert!(matches!(refused, Err(ReceiveError::Malformed)));
+}
+
+#[test]
+fn an_adopted_link_ends_when_the_peer_closes_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (stream, _) = listener.accept().unwrap();
+    stream.set_nonblocking(true).unwrap();
+    let mut poll = mio::Poll::new().unwrap();
+    let now = std::time::Instant::now();
+    let mut socket = PeerSocket::adopt(
+        AdoptedPeer {
+            stream,
+            buffered: BytesMut::new(),
+            from: 3,
+            silence_limit: Duration::from_millis(100),
+            deliver: Arc::new(|_| {}),
+        },
+        poll.registry(),
+        mio::Token(1),
+        mio::Interest::READABLE,
+        now,
+    )
+    .unwrap();
+    assert!(!socket.silent(now));
+    assert!(socket.silent(now + Duration::from_secs(1)));
+    drop(peer);
+    let mut messages = Vec::new();
+    let ended = read_until(&mut socket, &mut poll, &mut messages, |r, _| r.is_err());
+    assert!(matches!(ended, Err(ReceiveError::Closed)));
 }
