@@ -15,6 +15,42 @@ fn hello_frame(id: u64, has_state: Option<bool>) -> Bytes {
 }
 
 #[test]
+fn raft_messages_with_entries_round_trip_after_other_frames() {
+    // Encoded in place at the end of a buffer that already holds a frame, with a
+    // payload bigger than protobuf's own 8 KiB write buffer.
+    let entry = |index: u64, len: usize| raft::prelude::Entry {
+        index,
+        term: 3,
+        data: vec![index as u8; len].into(),
+        context: b"ctx".to_vec().into(),
+        ..Default::default()
+    };
+    let message = Message {
+        msg_type: MessageType::MsgAppend,
+        to: 2,
+        from: 1,
+        term: 3,
+        log_term: 3,
+        index: 9,
+        commit: 8,
+        entries: vec![entry(10, 255), entry(11, 20_000), entry(12, 0)].into(),
+        ..Default::default()
+    };
+    let mut out = BytesMut::new();
+    encode_ack(&mut out, 1, 2);
+    encode_raft(&mut out, &message);
+    encode_raft(&mut out, &Message::default());
+    let mut from = Some(1);
+    let ack = decode(next_frame(&mut out).unwrap().unwrap(), &mut from).unwrap();
+    assert!(matches!(ack, Some(PeerEvent::Ack { .. })));
+    let raft = decode(next_frame(&mut out).unwrap().unwrap(), &mut from).unwrap();
+    assert!(matches!(raft, Some(PeerEvent::Raft(m)) if m == message));
+    let empty = decode(next_frame(&mut out).unwrap().unwrap(), &mut from).unwrap();
+    assert!(matches!(empty, Some(PeerEvent::Raft(m)) if m == Message::default()));
+    assert!(out.is_empty());
+}
+
+#[test]
 fn frames_round_trip() {
     let mut out = BytesMut::new();
     let message = Message {
