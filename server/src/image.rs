@@ -76,7 +76,7 @@ impl Image {
         }
         write_i64(&mut buf, self.tree.node_count() as i64);
         for (path, node) in self.tree.iter() {
-            path.to_owned().encode(&mut buf);
+            path.encode(&mut buf);
             node.data().encode(&mut buf);
             node.acl().to_vec().encode(&mut buf);
             let stat = node.stat();

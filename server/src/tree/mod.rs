@@ -11,8 +11,8 @@
 //! a clone, and a snapshot is written from a clone while writes go on.
 //!
 //! # Layout
-//! - `key`: the map's order (parent, then name), which makes a node's children a key
-//!   range, so no node lists them.
+//! - `index`: where the nodes are kept: per parent, its children by name, so no node
+//!   lists its children or stores its full path.
 //! - `node`: one znode, its persisted stat, the `ephemeralOwner` encodings
 //!   ([`NodeKind`]) and the wire `Stat`.
 //! - `write`: create, delete, setData, setACL, check and session close, each returning
@@ -25,7 +25,7 @@
 //! - `shared_acl`: one allocation for the many nodes with equal ACLs.
 
 mod digest;
-mod key;
+mod index;
 mod multi;
 mod node;
 mod quota;
@@ -38,8 +38,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use imbl::{OrdMap, OrdSet};
-use key::{children_dir, DirProbes, TreeKey, TreePath};
-use paddock_wire::path::{basename, parent};
+use index::{InsertError, NodeIndex};
+use paddock_wire::path::parent;
 use paddock_wire::Acl;
 
 pub use node::{Node, NodeKind, StatPersisted};
@@ -52,13 +52,11 @@ const SPECIAL_PATHS: [&str; 4] = ["/", "/zookeeper", "/zookeeper/quota", "/zooke
 /// All znodes, with indexes by session and by kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataTree {
-    /// Every node by full path, the root as `/`. Ordered by parent, then name (see
-    /// `key`), so a node's children are a key range (no node lists them) and snapshots
-    /// list parents before children. Nodes are behind an `Arc` so the map's 64-entry
-    /// chunks hold 24 bytes per node rather than the whole node (about 130 bytes): the
-    /// chunks are a third empty on average, and a chunk is copied whole when changed
-    /// while a snapshot shares it.
-    nodes: OrdMap<TreeKey, Arc<Node>>,
+    /// Every node, by parent and name (see `index`). Nodes are behind an `Arc` so the
+    /// maps' 64-entry chunks hold 24 bytes per node rather than the whole node (about
+    /// 130 bytes): the chunks are a third empty on average, and a chunk is copied
+    /// whole when changed while a snapshot shares it.
+    nodes: NodeIndex,
     /// The paths of each session's ephemeral nodes, for session close and expiry.
     ephemerals: OrdMap<i64, OrdSet<String>>,
     ephemeral_count: usize,
@@ -98,10 +96,8 @@ impl DataTree {
         let mut tree = DataTree::empty();
         let open = shared_acl::open_unsafe();
         let blank = StatPersisted::default();
-        tree.insert(
-            "/".into(),
-            Node::new(Bytes::new().into(), open.clone(), blank),
-        );
+        let root = tree.insert("/", Node::new(Bytes::new().into(), open.clone(), blank));
+        debug_assert!(root.is_ok(), "a new tree is empty");
         for path in ["/zookeeper", "/zookeeper/quota"] {
             tree.insert_linked(path, Node::new(Bytes::new().into(), open.clone(), blank));
         }
@@ -118,7 +114,7 @@ impl DataTree {
 
     fn empty() -> Self {
         DataTree {
-            nodes: OrdMap::new(),
+            nodes: NodeIndex::new(),
             ephemerals: OrdMap::new(),
             ephemeral_count: 0,
             containers: OrdSet::new(),
@@ -130,7 +126,7 @@ impl DataTree {
 
     /// Rebuilds a tree from its nodes as a snapshot lists them, in any order. Child
     /// sets and indexes are derived (any children the given nodes carry are ignored).
-    pub fn from_nodes<P: AsRef<str> + Into<Arc<str>>>(
+    pub fn from_nodes<P: AsRef<str>>(
         nodes: impl IntoIterator<Item = (P, Node)>,
     ) -> Result<DataTree, RestoreError> {
         let mut tree = DataTree::empty();
@@ -138,20 +134,21 @@ impl DataTree {
         // normally none (a list of every path would cost a copy of each).
         let mut unlinked = Vec::new();
         for (path, mut node) in nodes {
-            let path = TreeKey::from(path.into());
-            if tree.nodes.contains_key(TreePath::new(path.as_str())) {
-                return Err(RestoreError::Duplicate(path.as_str().to_owned()));
-            }
+            let path = path.as_ref();
             node.clear_children();
-            if path.as_str() != "/" {
-                let parent_path = parent(path.as_str()).unwrap_or("/");
+            match tree.insert(path, node) {
+                Ok(()) => {}
+                Err(InsertError::Exists) => return Err(RestoreError::Duplicate(path.to_owned())),
+                Err(InsertError::NotAPath) => return Err(RestoreError::Orphan(path.to_owned())),
+            }
+            if path != "/" {
+                let parent_path = parent(path).unwrap_or("/");
                 if tree.update(parent_path, Node::add_child).is_none() {
-                    unlinked.push(path.as_str().to_owned());
+                    unlinked.push(path.to_owned());
                 }
             }
-            tree.insert(path, node);
         }
-        if !tree.nodes.contains_key(TreePath::new("/")) {
+        if !tree.nodes.contains("/") {
             return Err(RestoreError::MissingRoot);
         }
         unlinked.sort_unstable();
@@ -167,38 +164,20 @@ impl DataTree {
 
     /// Every node with its path, parents before children (the order a snapshot
     /// writes them in).
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Node)> + '_ {
-        self.nodes
-            .iter()
-            .map(|(path, node)| (path.as_str(), &**node))
+    pub fn iter(&self) -> impl Iterator<Item = (String, &Node)> + '_ {
+        self.nodes.walk()
     }
 
-    /// The names of `path`'s children, sorted (none if there is no such node).
-    pub fn children<'a>(&'a self, path: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.child_nodes(path).map(|(child, _)| basename(child))
+    /// The names of a node's children, in byte order.
+    pub fn children<'a>(&'a self, path: &str) -> impl Iterator<Item = &'a str> + 'a {
+        self.nodes.children(path).map(|(name, _)| name)
     }
 
-    /// `path`'s children with their paths, sorted by name.
-    fn child_nodes<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (&'a str, &'a Node)> + 'a {
-        let probes = DirProbes::children_of(path);
-        let dir = children_dir(path);
-        self.nodes
-            .range::<_, TreePath>(probes.range())
-            .take_while(move |(key, _)| TreePath::new(key.as_str()).dir() == dir)
-            .map(|(key, node)| (key.as_str(), &**node))
+    /// Every node below `path`, with its path.
+    fn descendants(&self, path: &str) -> impl Iterator<Item = (String, &Node)> + '_ {
+        self.nodes.descendants(path)
     }
 
-    /// Every node below `path` at any depth: its children, then the rest.
-    fn descendants<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (&'a str, &'a Node)> + 'a {
-        let deeper = DirProbes::below_children_of(path);
-        let deeper = self
-            .nodes
-            .range::<_, TreePath>(deeper.range())
-            .map(|(key, node)| (key.as_str(), &**node));
-        self.child_nodes(path).chain(deeper)
-    }
-
-    /// The number of znodes, the root included.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -227,27 +206,29 @@ impl DataTree {
 
     /// Adds a node whose path is new and records it in the indexes. Linking it into
     /// its parent's children is the caller's job.
-    fn insert(&mut self, path: TreeKey, node: Node) {
-        let path_str = path.as_str();
-        self.digest = self.digest.wrapping_add(node.digest(path_str));
-        self.data_size += size_of_node(path_str, &node);
-        match node.kind() {
+    /// Adds a node at a free path (its parent's child count is the caller's).
+    fn insert(&mut self, path: &str, node: Node) -> Result<(), InsertError> {
+        let (digest, size, kind) = (node.digest(path), size_of_node(path, &node), node.kind());
+        self.nodes.insert(path, node)?;
+        self.digest = self.digest.wrapping_add(digest);
+        self.data_size += size;
+        match kind {
             NodeKind::Persistent => {}
             NodeKind::Ephemeral { session_id } => {
                 self.ephemerals
                     .entry(session_id)
                     .or_default()
-                    .insert(path_str.to_owned());
+                    .insert(path.to_owned());
                 self.ephemeral_count += 1;
             }
             NodeKind::Container => {
-                self.containers.insert(path_str.to_owned());
+                self.containers.insert(path.to_owned());
             }
             NodeKind::Ttl { .. } => {
-                self.ttls.insert(path_str.to_owned());
+                self.ttls.insert(path.to_owned());
             }
         }
-        self.nodes.insert(path, Arc::new(node));
+        Ok(())
     }
 
     /// Inserts a node and adds it to its parent's children without touching the
@@ -255,13 +236,14 @@ impl DataTree {
     fn insert_linked(&mut self, path: &str, node: Node) {
         let parent_path = parent(path).unwrap_or("/");
         self.update(parent_path, Node::add_child);
-        self.insert(path.into(), node);
+        let inserted = self.insert(path, node);
+        debug_assert!(inserted.is_ok(), "{path} is one of a new tree's own nodes");
     }
 
     /// Removes a node from the map and the indexes. Unlinking it from its parent is
     /// the caller's job.
     fn remove(&mut self, path: &str) -> Option<Node> {
-        let node = Arc::unwrap_or_clone(self.nodes.remove(TreePath::new(path))?);
+        let node = Arc::unwrap_or_clone(self.nodes.remove(path)?);
         self.digest = self.digest.wrapping_sub(node.digest(path));
         self.data_size -= size_of_node(path, &node);
         match node.kind() {
@@ -288,7 +270,7 @@ impl DataTree {
     /// Changes a node in place, keeping the digest and size current. The node's kind
     /// must not change (it never does: `ephemeralOwner` is fixed at create).
     fn update<R>(&mut self, path: &str, change: impl FnOnce(&mut Node) -> R) -> Option<R> {
-        let node = Arc::make_mut(self.nodes.get_mut(TreePath::new(path))?);
+        let node = self.nodes.get_mut(path)?;
         let (digest_before, size_before) = (node.digest(path), size_of_node(path, node));
         let result = change(node);
         self.digest = self
@@ -312,6 +294,7 @@ fn is_special_path(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paddock_wire::path::basename;
     use paddock_wire::{perms, Data};
 
     #[test]
@@ -349,6 +332,7 @@ mod tests {
         let mut size = 0u64;
         let (mut ephemerals, mut containers, mut ttls) = (Vec::new(), Vec::new(), Vec::new());
         for (path, node) in tree.iter() {
+            let path = path.as_str();
             digest = digest.wrapping_add(node.digest(path));
             size += size_of_node(path, node);
             let children: Vec<&str> = tree.children(path).collect();

@@ -4,7 +4,6 @@
 
 use paddock_wire::{perms, Acl, Data, ErrorCode, Id, Stat};
 
-use super::key::TreePath;
 use super::node::Node;
 use super::DataTree;
 use crate::acl;
@@ -13,12 +12,12 @@ impl DataTree {
     /// The node at `path`, without permission checks (for the server's own use:
     /// watches, snapshots, four-letter words).
     pub fn node(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(TreePath::new(path)).map(|node| &**node)
+        self.nodes.get(path)
     }
 
     /// Whether a node is at `path`.
     pub fn contains(&self, path: &str) -> bool {
-        self.nodes.contains_key(TreePath::new(path))
+        self.nodes.contains(path)
     }
 
     /// A node the caller may read with `perm`.

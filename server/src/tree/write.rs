@@ -241,6 +241,9 @@ impl DataTree {
             StatPersisted::new_node(ctx.zxid, ctx.time, kind.ephemeral_owner()),
         );
         let stat = node.to_stat();
+        // Cannot fail (the path was checked above), and changes nothing if it did.
+        self.insert(&path, node)
+            .map_err(|_| ErrorCode::NodeExists)?;
         self.update(parent_path, |parent| {
             parent.add_child();
             let stat = parent.stat_mut();
@@ -251,7 +254,6 @@ impl DataTree {
                 stat.pzxid = ctx.zxid;
             }
         });
-        self.insert(path.as_str().into(), node);
         self.count_in_quota(&path, 1, data_len);
         self.on_created(&path);
         let triggers = vec![

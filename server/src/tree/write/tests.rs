@@ -635,7 +635,7 @@ fn digest_and_size_track_every_change() {
     assert_ne!(tree.digest(), empty);
     assert_eq!(tree.approximate_data_size(), size);
     let recomputed: u64 = tree.iter().fold(0u64, |sum, (path, node)| {
-        sum.wrapping_add(node.digest(path))
+        sum.wrapping_add(node.digest(&path))
     });
     assert_eq!(tree.digest(), recomputed);
 }
