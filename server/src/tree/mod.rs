@@ -168,16 +168,17 @@ impl DataTree {
         self.nodes.walk()
     }
 
-    /// The names of a node's children, in byte order.
+    /// The names of `path`'s children, in byte order (none if there is no such node).
     pub fn children<'a>(&'a self, path: &str) -> impl Iterator<Item = &'a str> + 'a {
         self.nodes.children(path).map(|(name, _)| name)
     }
 
-    /// Every node below `path`, with its path.
+    /// Every node below `path` at any depth, with its path, parents first.
     fn descendants(&self, path: &str) -> impl Iterator<Item = (String, &Node)> + '_ {
         self.nodes.descendants(path)
     }
 
+    /// The number of znodes, the root included.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -206,7 +207,6 @@ impl DataTree {
 
     /// Adds a node whose path is new and records it in the indexes. Linking it into
     /// its parent's children is the caller's job.
-    /// Adds a node at a free path (its parent's child count is the caller's).
     fn insert(&mut self, path: &str, node: Node) -> Result<(), InsertError> {
         let (digest, size, kind) = (node.digest(path), size_of_node(path, &node), node.kind());
         self.nodes.insert(path, node)?;
