@@ -13,6 +13,7 @@
 //! # Layout
 //! - `index`: where the nodes are kept: per parent, its children by name, so no node
 //!   lists its children or stores its full path.
+//! - `ephemerals`: each session's ephemeral paths, in one set of (session, path).
 //! - `node`: one znode, its persisted stat, the `ephemeralOwner` encodings
 //!   ([`NodeKind`]) and the wire `Stat`.
 //! - `write`: create, delete, setData, setACL, check and session close, each returning
@@ -25,6 +26,7 @@
 //! - `shared_acl`: one allocation for the many nodes with equal ACLs.
 
 mod digest;
+mod ephemerals;
 mod index;
 mod multi;
 mod node;
@@ -37,7 +39,8 @@ mod write;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use imbl::{OrdMap, OrdSet};
+use ephemerals::Ephemerals;
+use imbl::OrdSet;
 use index::{InsertError, NodeIndex};
 use paddock_wire::path::parent;
 use paddock_wire::Acl;
@@ -58,8 +61,7 @@ pub struct DataTree {
     /// whole when changed while a snapshot shares it.
     nodes: NodeIndex,
     /// The paths of each session's ephemeral nodes, for session close and expiry.
-    ephemerals: OrdMap<i64, OrdSet<String>>,
-    ephemeral_count: usize,
+    ephemerals: Ephemerals,
     /// Container and TTL node paths, the candidates for reaping.
     containers: OrdSet<String>,
     ttls: OrdSet<String>,
@@ -115,8 +117,7 @@ impl DataTree {
     fn empty() -> Self {
         DataTree {
             nodes: NodeIndex::new(),
-            ephemerals: OrdMap::new(),
-            ephemeral_count: 0,
+            ephemerals: Ephemerals::default(),
             containers: OrdSet::new(),
             ttls: OrdSet::new(),
             data_size: 0,
@@ -189,13 +190,15 @@ impl DataTree {
     }
 
     pub fn ephemeral_count(&self) -> usize {
-        self.ephemeral_count
+        self.ephemerals.len()
     }
 
     /// Sessions that own at least one ephemeral node.
     #[cfg(test)]
-    pub fn sessions_with_ephemerals(&self) -> impl Iterator<Item = i64> + '_ {
-        self.ephemerals.keys().copied()
+    pub fn sessions_with_ephemerals(&self) -> Vec<i64> {
+        let mut sessions: Vec<i64> = self.ephemerals.iter().map(|(session, _)| session).collect();
+        sessions.dedup();
+        sessions
     }
 
     /// A hash of every path, data, persisted stat and ACL, independent of the order
@@ -215,11 +218,7 @@ impl DataTree {
         match kind {
             NodeKind::Persistent => {}
             NodeKind::Ephemeral { session_id } => {
-                self.ephemerals
-                    .entry(session_id)
-                    .or_default()
-                    .insert(path.to_owned());
-                self.ephemeral_count += 1;
+                self.ephemerals.insert(session_id, path);
             }
             NodeKind::Container => {
                 self.containers.insert(path.to_owned());
@@ -249,13 +248,7 @@ impl DataTree {
         match node.kind() {
             NodeKind::Persistent => {}
             NodeKind::Ephemeral { session_id } => {
-                if let Some(paths) = self.ephemerals.get_mut(&session_id) {
-                    paths.remove(path);
-                    if paths.is_empty() {
-                        self.ephemerals.remove(&session_id);
-                    }
-                }
-                self.ephemeral_count -= 1;
+                self.ephemerals.remove(session_id, path);
             }
             NodeKind::Container => {
                 self.containers.remove(path);
@@ -378,12 +371,11 @@ mod tests {
         assert_eq!(tree.digest(), digest);
         assert_eq!(tree.approximate_data_size(), size);
         assert_eq!(tree.ephemeral_count(), ephemerals.len());
-        let mut indexed: Vec<(i64, String)> = tree
+        let indexed: Vec<(i64, String)> = tree
             .ephemerals
             .iter()
-            .flat_map(|(s, paths)| paths.iter().map(move |p| (*s, p.clone())))
+            .map(|(session, path)| (session, path.to_owned()))
             .collect();
-        indexed.sort();
         ephemerals.sort();
         // The map's order is not the strings' (see `key`); the indexes are sorted sets.
         containers.sort();

@@ -69,16 +69,13 @@ impl DataTree {
     /// `/cn` matches `/cnt/x`); a blank prefix or `/` means all. No permission check,
     /// as in ZooKeeper.
     pub fn get_ephemerals(&self, session_id: i64, prefix: &str) -> Vec<String> {
-        let Some(paths) = self.ephemerals.get(&session_id) else {
-            return Vec::new();
-        };
         // Java's String.trim: strips every char up to U+0020.
         let trimmed = prefix.trim_matches(|c: char| c <= ' ');
         let all = trimmed.is_empty() || trimmed == "/";
-        paths
-            .iter()
+        self.ephemerals
+            .of_session(session_id)
             .filter(|path| all || path.starts_with(prefix))
-            .cloned()
+            .map(str::to_owned)
             .collect()
     }
 

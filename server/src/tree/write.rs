@@ -366,9 +366,9 @@ impl DataTree {
     pub fn kill_session(&mut self, session_id: i64, zxid: i64) -> Applied<Vec<String>> {
         let paths: Vec<String> = self
             .ephemerals
-            .get(&session_id)
-            .map(|paths| paths.iter().cloned().collect())
-            .unwrap_or_default();
+            .of_session(session_id)
+            .map(str::to_owned)
+            .collect();
         let mut triggers = Vec::with_capacity(paths.len() * 2);
         for path in &paths {
             triggers.extend(self.unlink(path, zxid));

@@ -609,7 +609,7 @@ fn triggers_and_session_close() {
     assert_eq!(tree.ephemeral_count(), 1);
     assert_eq!(tree.get_ephemerals(SESSION, "/"), Vec::<String>::new());
     assert!(tree.kill_session(SESSION, 6).result.is_empty());
-    assert_eq!(tree.sessions_with_ephemerals().collect::<Vec<_>>(), [77]);
+    assert_eq!(tree.sessions_with_ephemerals(), [77]);
 }
 
 #[test]

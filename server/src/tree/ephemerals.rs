@@ -1,0 +1,84 @@
+//! The ephemeral nodes by owner, for session close and expiry and `getEphemerals`.
+//!
+//! One persistent set of (session, path) pairs for all sessions, rather than a set per
+//! session: `imbl` allocates a whole B-tree chunk (about 2 KiB) for every new set,
+//! even an empty one, and a session whose only ephemeral comes and goes (a lock, a
+//! create/delete loop) made and dropped one on every write. Pairs sort by session
+//! first, so a session's paths are one range, in byte order.
+
+use std::ops::Bound;
+
+use imbl::OrdSet;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Ephemerals(OrdSet<(i64, String)>);
+
+impl Ephemerals {
+    pub(super) fn insert(&mut self, session_id: i64, path: &str) {
+        self.0.insert((session_id, path.to_owned()));
+    }
+
+    pub(super) fn remove(&mut self, session_id: i64, path: &str) {
+        self.0.remove(&(session_id, path.to_owned()));
+    }
+
+    /// Ephemeral nodes in all.
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// A session's ephemeral paths, in byte order.
+    pub(super) fn of_session(&self, session_id: i64) -> impl Iterator<Item = &str> + '_ {
+        let from = Bound::Included((session_id, String::new()));
+        let to = match session_id.checked_add(1) {
+            Some(next) => Bound::Excluded((next, String::new())),
+            None => Bound::Unbounded,
+        };
+        self.0.range((from, to)).map(|(_, path)| path.as_str())
+    }
+
+    /// Every (session, path), sessions in order.
+    #[cfg(test)]
+    pub(super) fn iter(&self) -> impl Iterator<Item = (i64, &str)> + '_ {
+        self.0
+            .iter()
+            .map(|(session, path)| (*session, path.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_sees_only_its_own_paths_in_order() {
+        let mut ephemerals = Ephemerals::default();
+        for (session, path) in [(7, "/b"), (7, "/a"), (8, "/c"), (6, "/z"), (i64::MAX, "/m")] {
+            ephemerals.insert(session, path);
+        }
+        assert_eq!(ephemerals.of_session(7).collect::<Vec<_>>(), ["/a", "/b"]);
+        assert_eq!(ephemerals.of_session(i64::MAX).collect::<Vec<_>>(), ["/m"]);
+        assert_eq!(ephemerals.of_session(9).count(), 0);
+        assert_eq!(ephemerals.len(), 5);
+
+        ephemerals.remove(7, "/a");
+        ephemerals.remove(7, "/nope");
+        ephemerals.remove(8, "/b");
+        assert_eq!(ephemerals.of_session(7).collect::<Vec<_>>(), ["/b"]);
+        assert_eq!(ephemerals.len(), 4);
+    }
+
+    #[test]
+    fn negative_session_ids_keep_their_own_range() {
+        let mut ephemerals = Ephemerals::default();
+        ephemerals.insert(-1, "/neg");
+        ephemerals.insert(0, "/zero");
+        ephemerals.insert(i64::MIN, "/min");
+        assert_eq!(ephemerals.of_session(-1).collect::<Vec<_>>(), ["/neg"]);
+        assert_eq!(
+            ephemerals.of_session(i64::MIN).collect::<Vec<_>>(),
+            ["/min"]
+        );
+        assert_eq!(ephemerals.of_session(0).collect::<Vec<_>>(), ["/zero"]);
+    }
+}
