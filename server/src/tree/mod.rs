@@ -377,7 +377,7 @@ mod tests {
             .map(|(session, path)| (session, path.to_owned()))
             .collect();
         ephemerals.sort();
-        // The map's order is not the strings' (see `key`); the indexes are sorted sets.
+        // `iter` walks parents first, not in string order; the indexes are sorted sets.
         containers.sort();
         ttls.sort();
         assert_eq!(indexed, ephemerals);

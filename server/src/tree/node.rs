@@ -117,7 +117,8 @@ impl StatPersisted {
 }
 
 /// A znode. Cloning is cheap: data and ACL are shared. Its children are not listed
-/// here: the tree's map keeps siblings together (see `key`), and the node counts them.
+/// here: the tree's index keeps them under their parent (see `index`), and the node
+/// counts them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
     /// Null kept apart from empty, as ZooKeeper keeps it. Always an allocation of its
