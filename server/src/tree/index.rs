@@ -5,24 +5,19 @@
 //! directory, where a single ordered map of full paths compared long shared prefixes
 //! on every step (with 100 k nodes, 17 steps of 30-byte compares on each of the five
 //! lookups of a create). A node's children are its directory's map, in name order, so
-//! no node lists them, and each node stores only its name, not its full path. Both
-//! levels are persistent maps, so a clone is O(1), as the tree's clone must be.
+//! no node lists them, and each node stores only its name, not its full path. The
+//! directories are in a persistent map and each one is shared until written (see
+//! [`Dir`]), so a clone is O(1), as the tree's clone must be.
 //!
 //! Paths split at the last `/`: `/a/b` is `b` in directory `/a`, `/a` is `a` in
 //! directory `` (the root's children), and `/` is the root, in no directory.
 
 use std::sync::Arc;
 
-use imbl::shared_ptr::DefaultSharedPtr;
-use imbl::{HashMap, OrdMap};
+use imbl::HashMap;
 
+use super::dir::{Dir, DirIter};
 use super::node::Node;
-
-/// The children of one node, by name.
-type Dir = OrdMap<Arc<str>, Arc<Node>>;
-
-/// What is left to list of one directory.
-type DirIter<'a> = imbl::ordmap::Iter<'a, Arc<str>, Arc<Node>, DefaultSharedPtr>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct NodeIndex {
@@ -109,8 +104,7 @@ impl NodeIndex {
                         children.insert(name.into(), node);
                     }
                     None => {
-                        self.dirs
-                            .insert(dir.into(), OrdMap::unit(name.into(), node));
+                        self.dirs.insert(dir.into(), Dir::unit(name.into(), node));
                     }
                 }
             }

@@ -26,6 +26,7 @@
 //! - `shared_acl`: one allocation for the many nodes with equal ACLs.
 
 mod digest;
+mod dir;
 mod ephemerals;
 mod index;
 mod multi;
