@@ -11,12 +11,19 @@
 
 use std::sync::Arc;
 
+use ecow::EcoString;
 use imbl::shared_ptr::DefaultSharedPtr;
 use imbl::OrdMap;
 
 use super::node::Node;
 
-type Entry = (Arc<str>, Arc<Node>);
+/// A child's name, in 16 bytes as an `Arc<str>` is, but kept inline when it is short
+/// (up to 15 bytes: `n42`, `c7-123`, `lock-0000000012`), so a lookup compares bytes
+/// inside the directory's own array instead of following a pointer per step, a cache
+/// miss each in a big tree; a longer one is one shared allocation, as before.
+type Name = EcoString;
+
+type Entry = (Name, Arc<Node>);
 
 /// Above this many children a directory becomes a B-tree: inserting into a sorted
 /// vector moves the entries after it, and a copy on write copies them all.
@@ -29,11 +36,11 @@ const SMALL_AGAIN: usize = SMALL_MAX / 2;
 pub(super) enum Dir {
     /// Sorted by name (byte order, as the B-tree's), never empty, at most `SMALL_MAX`.
     Small(Arc<Vec<Entry>>),
-    Large(OrdMap<Arc<str>, Arc<Node>>),
+    Large(OrdMap<Name, Arc<Node>>),
 }
 
 impl Dir {
-    pub fn unit(name: Arc<str>, node: Arc<Node>) -> Dir {
+    pub fn unit(name: Name, node: Arc<Node>) -> Dir {
         Dir::Small(Arc::new(vec![(name, node)]))
     }
 
@@ -70,7 +77,7 @@ impl Dir {
     }
 
     /// Adds or replaces the child called `name`, returning the one it replaced.
-    pub fn insert(&mut self, name: Arc<str>, node: Arc<Node>) -> Option<Arc<Node>> {
+    pub fn insert(&mut self, name: Name, node: Arc<Node>) -> Option<Arc<Node>> {
         match self {
             Dir::Small(entries) => match position(entries, &name) {
                 Ok(at) => Some(std::mem::replace(&mut Arc::make_mut(entries)[at].1, node)),
@@ -118,7 +125,7 @@ impl Dir {
 
 /// Where `name` is in a sorted vector, or where it would go.
 fn position(entries: &[Entry], name: &str) -> Result<usize, usize> {
-    entries.binary_search_by(|(child, _)| (**child).cmp(name))
+    entries.binary_search_by(|(child, _)| child.as_str().cmp(name))
 }
 
 /// Equal when they hold the same children, whichever form each is in.
@@ -133,11 +140,11 @@ impl Eq for Dir {}
 /// What is left to list of one directory.
 pub(super) enum DirIter<'a> {
     Small(std::slice::Iter<'a, Entry>),
-    Large(imbl::ordmap::Iter<'a, Arc<str>, Arc<Node>, DefaultSharedPtr>),
+    Large(imbl::ordmap::Iter<'a, Name, Arc<Node>, DefaultSharedPtr>),
 }
 
 impl<'a> Iterator for DirIter<'a> {
-    type Item = (&'a Arc<str>, &'a Arc<Node>);
+    type Item = (&'a Name, &'a Arc<Node>);
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
@@ -225,6 +232,14 @@ mod tests {
         assert_eq!(names(&clone), ["a", "b"]);
         assert_eq!(clone.get("a").map(|n| n.stat().version), Some(2));
         assert_eq!(clone.get("b").map(|n| n.stat().version), Some(1));
+    }
+
+    #[test]
+    fn a_name_is_no_bigger_than_a_shared_str_and_short_ones_are_inline() {
+        // Every child costs one entry per directory: a wider name is more bytes per znode.
+        assert_eq!(std::mem::size_of::<Name>(), std::mem::size_of::<Arc<str>>());
+        assert!(Name::from("lock-0000000012").is_inline());
+        assert!(!Name::from("member_0000000012").is_inline());
     }
 
     #[test]

@@ -137,7 +137,7 @@ impl NodeIndex {
             .get(dir_key(path))
             .into_iter()
             .flat_map(|children| children.iter())
-            .map(|(name, node)| (&**name, &**node))
+            .map(|(name, node)| (name.as_str(), &**node))
     }
 
     /// Every node below `path` (not `path` itself), each parent before its children.
