@@ -372,11 +372,12 @@ mod tests {
         assert_eq!(tree.digest(), digest);
         assert_eq!(tree.approximate_data_size(), size);
         assert_eq!(tree.ephemeral_count(), ephemerals.len());
-        let indexed: Vec<(i64, String)> = tree
+        let mut indexed: Vec<(i64, String)> = tree
             .ephemerals
             .iter()
             .map(|(session, path)| (session, path.to_owned()))
             .collect();
+        indexed.sort();
         ephemerals.sort();
         // `iter` walks parents first, not in string order; the indexes are sorted sets.
         containers.sort();

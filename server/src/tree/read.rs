@@ -74,6 +74,7 @@ impl DataTree {
         let all = trimmed.is_empty() || trimmed == "/";
         self.ephemerals
             .of_session(session_id)
+            .into_iter()
             .filter(|path| all || path.starts_with(prefix))
             .map(str::to_owned)
             .collect()

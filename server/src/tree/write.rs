@@ -367,6 +367,7 @@ impl DataTree {
         let paths: Vec<String> = self
             .ephemerals
             .of_session(session_id)
+            .into_iter()
             .map(str::to_owned)
             .collect();
         let mut triggers = Vec::with_capacity(paths.len() * 2);
