@@ -11,6 +11,7 @@ use crate::conns::ConnId;
 use crate::consensus::Role;
 use crate::process_stats;
 use crate::server::Server;
+use crate::tree::DIGEST_VERSION;
 
 /// The version clients see (kazoo and Curator parse the leading digits of `envi`'s
 /// `zookeeper.version=`): the ZooKeeper protocol level Paddock speaks, then its own.
@@ -140,6 +141,8 @@ pub fn monitor(server: &Server) -> Vec<(&'static str, Value)> {
         ("last_zxid", Value::Text(format!("{last_zxid:#x}"))),
         // The tree's digest at last_zxid: equal on replicas at the same zxid.
         ("tree_digest", Value::Text(format!("{digest:016x}"))),
+        // Digests of different formats differ for equal trees (a mixed-version upgrade).
+        ("tree_digest_version", count(u64::from(DIGEST_VERSION))),
         ("raft_term", count(server.health.status.term())),
         ("raft_commit_index", count(server.health.status.commit())),
         ("raft_applied_index", count(server.health.status.applied())),

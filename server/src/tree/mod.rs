@@ -46,6 +46,7 @@ use index::{InsertError, NodeIndex};
 use paddock_wire::path::parent;
 use paddock_wire::Acl;
 
+pub use digest::VERSION as DIGEST_VERSION;
 pub use node::{Node, NodeKind, StatPersisted};
 pub use shared_acl::RecentAcls;
 pub use write::{TxnContext, WatchTrigger};
