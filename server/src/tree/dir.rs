@@ -34,7 +34,8 @@ const SMALL_AGAIN: usize = SMALL_MAX / 2;
 
 #[derive(Debug, Clone)]
 pub(super) enum Dir {
-    /// Sorted by name (byte order, as the B-tree's), never empty, at most `SMALL_MAX`.
+    /// Sorted by name (byte order, as the B-tree's), at most `SMALL_MAX`; empty only
+    /// between the removal of its last child and the index dropping it.
     Small(Arc<Vec<Entry>>),
     Large(OrdMap<Name, Arc<Node>>),
 }

@@ -13,7 +13,10 @@
 //! # Layout
 //! - `index`: where the nodes are kept: per parent, its children by name, so no node
 //!   lists its children or stores its full path.
-//! - `ephemerals`: each session's ephemeral paths, in one set of (session, path).
+//! - `dir`: one parent's children by name: a sorted vector while few, a B-tree when
+//!   many.
+//! - `ephemerals`: each session's ephemeral paths, in one set of (session, path hash,
+//!   path).
 //! - `node`: one znode, its persisted stat, the `ephemeralOwner` encodings
 //!   ([`NodeKind`]) and the wire `Stat`.
 //! - `write`: create, delete, setData, setACL, check and session close, each returning
