@@ -35,6 +35,9 @@ const CONFIG_NODE: &str = "/zookeeper/config";
 pub(crate) type Answer<T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, Error>> + Send + 'static>>;
 
+/// A node's children with its `Stat` (`getChildren2`).
+pub(crate) type Listing = (Vec<String>, Stat);
+
 /// Ids for persistent watch streams, so a dropped stream can be told from its siblings.
 static NEXT_WATCH_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -587,6 +590,24 @@ impl Client {
         }
     }
 
+    /// `getChildren2` sent now: the listing with the parent's `Stat` (its `pzxid` tells
+    /// which incarnation of the parent the children belong to).
+    pub(crate) fn get_children2_now(
+        &self,
+        path: &str,
+    ) -> impl std::future::Future<Output = Result<(Vec<String>, Stat), Error>> + Send + 'static
+    {
+        let reply = self
+            .watched(path, false)
+            .map(|request| self.send_now(Request::GetChildren2(request)));
+        async move {
+            match reply?.await? {
+                Response::GetChildren2 { children, stat } => Ok((children, stat)),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
     /// `getData` with a watch, sent now; the watch is armed if the node exists.
     pub(crate) fn get_data_w_now(
         &self,
@@ -605,18 +626,18 @@ impl Client {
         Ok((Box::pin(read), WatchFuture::new(rx)))
     }
 
-    /// `getChildren` with a watch, sent now; the watch is armed if the node exists.
-    pub(crate) fn get_children_w_now(
+    /// `getChildren2` with a watch, sent now; the watch is armed if the node exists.
+    pub(crate) fn get_children2_w_now(
         &self,
         path: &str,
-    ) -> Result<(Answer<Vec<String>>, WatchFuture), Error> {
-        let request = Request::GetChildren(self.watched(path, true)?);
+    ) -> Result<(Answer<Listing>, WatchFuture), Error> {
+        let request = Request::GetChildren2(self.watched(path, true)?);
         let (tx, rx) = oneshot::channel();
         let effect = self.effect(&request, EffectKind::OneShot(OneShotKind::Child, tx));
         let reply = self.send_now_with(request, effect);
         let read = async move {
             match reply.await? {
-                Response::GetChildren { children } => Ok(children),
+                Response::GetChildren2 { children, stat } => Ok((children, stat)),
                 other => Err(unexpected(other)),
             }
         };

@@ -38,7 +38,10 @@
 //!    node, each `Changed` has a larger `mzxid` than the state it replaces, a node is
 //!    only re-`Created` with a larger `czxid`, and nothing is reported about a state
 //!    older than one already reported. A parent is created before its children and
-//!    deleted after them.
+//!    deleted after them, and a node is only taken in under the incarnation of its
+//!    parent it was created under: when a read shows a node newer than the parent's
+//!    last read (the parent may have been deleted and created again since), the
+//!    parent is read again first. A created node's event reads both at once.
 //! 3. **Nothing is missed.** Across disconnects, reconnects to another server and
 //!    leader changes, the cache re-reads the subtree after every reconnect, before it
 //!    applies anything reported on the new connection, and reports exactly the
@@ -169,7 +172,7 @@ impl TreeCache {
         let (events, rx) = mpsc::channel(capacity);
         let (status, _) = watch::channel(Status::Loading);
         let shared = Arc::new(Shared {
-            mirror: Mutex::new(Mirror::default()),
+            mirror: Mutex::new(Mirror::new(&scope.root)),
             status,
         });
         let (stop, _) = watch::channel(());
@@ -241,12 +244,16 @@ impl TreeCache {
 
     /// Every mirrored node by path.
     pub fn snapshot(&self) -> BTreeMap<String, CachedNode> {
-        self.shared.mirror().nodes().clone()
+        let mirror = self.shared.mirror();
+        mirror
+            .iter()
+            .map(|(path, node)| (path.clone(), node.clone()))
+            .collect()
     }
 
     /// How many nodes are mirrored.
     pub fn len(&self) -> usize {
-        self.shared.mirror().nodes().len()
+        self.shared.mirror().len()
     }
 
     /// Whether no node is mirrored.
@@ -327,7 +334,6 @@ impl ChildrenCache {
         self.tree
             .shared
             .mirror()
-            .nodes()
             .iter()
             .filter(|(path, _)| depth_below(root, path) == Some(1))
             .map(|(path, node)| {

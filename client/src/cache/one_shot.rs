@@ -22,7 +22,7 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use paddock_wire::{ErrorCode, Stat};
 
-use crate::cache::mirror::{depth_below, join};
+use crate::cache::mirror::{depth_below, join, ReadParentFirst};
 use crate::cache::sync::{End, Status, Syncer, WINDOW};
 use crate::cache::CacheEvent;
 use crate::error::Error;
@@ -39,7 +39,7 @@ enum Kind {
 
 enum Answer {
     Data(Result<(Bytes, Stat), Error>),
-    Children(Result<Vec<String>, Error>),
+    Children(Result<(Vec<String>, Stat), Error>),
     Exists(Result<Option<Stat>, Error>),
 }
 
@@ -160,11 +160,11 @@ impl Syncer {
                 None,
             ),
             (Kind::Child, true) => {
-                let (read, watch) = self.client.get_children_w_now(path)?;
+                let (read, watch) = self.client.get_children2_w_now(path)?;
                 (Box::pin(read.map(Answer::Children)), Some(watch))
             }
             (Kind::Child, false) => (
-                Box::pin(self.client.get_children_now(path).map(Answer::Children)),
+                Box::pin(self.client.get_children2_now(path).map(Answer::Children)),
                 None,
             ),
             (Kind::Exist, true) => {
@@ -207,13 +207,17 @@ impl Syncer {
         }
         match answer {
             Answer::Data(Ok((data, stat))) => {
-                self.change(|m| m.present(&path, data, stat)).await?;
-                if !armed.data.contains(&path) {
+                if let Some(ReadParentFirst(parent)) = self.observe(&path, data, stat).await? {
+                    // Both again, the parent first (see `mirror`); this read armed
+                    // the node's watch if it needed one.
+                    self.read(ops, armed, Kind::Data, &parent)?;
+                    self.read(ops, armed, Kind::Data, &path)?;
+                } else if !armed.data.contains(&path) {
                     self.read(ops, armed, Kind::Data, &path)?;
                 }
             }
-            Answer::Children(Ok(names)) => {
-                self.change(|m| m.listed(&path, &names)).await?;
+            Answer::Children(Ok((names, stat))) => {
+                self.change(|m| m.listed(&path, &names, &stat)).await?;
                 if !armed.child.contains(&path) {
                     self.read(ops, armed, Kind::Child, &path)?;
                 }
@@ -244,10 +248,7 @@ impl Syncer {
                 match err {
                     // Asked again; it goes out once reconnected.
                     err if err.is_retryable() => self.read(ops, armed, kind, &path)?,
-                    Error::Keeper(ErrorCode::NoAuth) => {
-                        tracing::debug!(%path, "cache: node not readable by this session, left out");
-                    }
-                    err => return Err(End::Failed(err)),
+                    err => self.pass_over(&path, &err)?,
                 }
             }
         }

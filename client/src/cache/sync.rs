@@ -17,7 +17,7 @@ use bytes::Bytes;
 use paddock_wire::{AddWatchMode, ErrorCode, EventType, Stat};
 use tokio::sync::{mpsc, watch};
 
-use crate::cache::mirror::{depth_below, join, CacheEvent, Mirror};
+use crate::cache::mirror::{depth_below, join, parent_in, CacheEvent, Mirror, ReadParentFirst};
 use crate::error::Error;
 use crate::watch::WatchedEvent;
 use crate::Client;
@@ -85,6 +85,17 @@ impl From<Error> for End {
 
 type Read = Pin<Box<dyn Future<Output = Result<(Bytes, Stat), Error>> + Send>>;
 
+/// A node a resync reads.
+#[derive(Debug, Clone)]
+struct Visit {
+    path: String,
+    /// Levels below the cache's root.
+    depth: usize,
+    /// Its data only, not its children: a parent read again before its child (see
+    /// [`ReadParentFirst`]).
+    data_only: bool,
+}
+
 pub(crate) struct Syncer {
     pub client: Client,
     pub scope: Scope,
@@ -145,7 +156,7 @@ impl Syncer {
                     _ = self.stop.changed() => return End::Stopped,
                     answer = front(&mut inflight), if !inflight.is_empty() => {
                         if let Some((path, _)) = inflight.pop_front() {
-                            if let Err(end) = self.apply_read(&path, answer).await {
+                            if let Err(end) = self.apply_read(&mut inflight, path, answer).await {
                                 return end;
                             }
                         }
@@ -161,8 +172,14 @@ impl Syncer {
                                 };
                             }
                             if let Some(path) = self.relevant(&event) {
-                                let read = Box::pin(self.client.get_data_now(&path));
-                                inflight.push_back((path, read));
+                                // A new node comes in only under a parent read after it
+                                // was created (see `mirror`): both reads go out at once.
+                                if event.event_type == EventType::NodeCreated {
+                                    if let Some(parent) = parent_in(&self.scope.root, &path) {
+                                        self.queue_read(&mut inflight, parent.to_owned());
+                                    }
+                                }
+                                self.queue_read(&mut inflight, path);
                             }
                         }
                         Some(Err(err)) => return End::Failed(err),
@@ -211,6 +228,12 @@ impl Syncer {
         (depth <= self.scope.max_depth).then(|| event.path.clone())
     }
 
+    /// Sends a read of `path`'s data, applied in turn.
+    fn queue_read(&self, inflight: &mut VecDeque<(String, Read)>, path: String) {
+        let read = Box::pin(self.client.get_data_now(&path));
+        inflight.push_back((path, read));
+    }
+
     /// Applies the reads in flight, then resyncs.
     async fn catch_up(&mut self, inflight: &mut VecDeque<(String, Read)>) -> Result<u64, End> {
         self.drain(inflight).await?;
@@ -221,7 +244,7 @@ impl Syncer {
     async fn drain(&mut self, inflight: &mut VecDeque<(String, Read)>) -> Result<(), End> {
         while let Some((path, read)) = inflight.pop_front() {
             let answer = read.await;
-            self.apply_read(&path, answer).await?;
+            self.apply_read(inflight, path, answer).await?;
         }
         Ok(())
     }
@@ -250,71 +273,131 @@ impl Syncer {
     /// One pass over the subtree, level by level: each node's data, then its children,
     /// whose listing also tells which mirrored children are gone.
     async fn walk(&mut self) -> Result<(), End> {
-        let mut level = vec![self.scope.root.clone()];
-        let mut depth = 0;
+        let mut level = vec![Visit {
+            path: self.scope.root.clone(),
+            depth: 0,
+            data_only: false,
+        }];
         while !level.is_empty() {
-            let list = depth < self.scope.max_depth;
             let mut next = Vec::new();
             for batch in level.chunks(WALK_BATCH) {
                 // Sent together, in order, so the answers come back in order.
                 let reads: Vec<_> = batch
                     .iter()
-                    .map(|path| {
-                        let data = self.client.get_data_now(path);
-                        let children = list.then(|| self.client.get_children_now(path));
+                    .map(|visit| {
+                        let data = self.client.get_data_now(&visit.path);
+                        let list = !visit.data_only && visit.depth < self.scope.max_depth;
+                        let children = list.then(|| self.client.get_children2_now(&visit.path));
                         (data, children)
                     })
                     .collect();
-                for (path, (data, children)) in batch.iter().zip(reads) {
+                for (visit, (data, children)) in batch.iter().zip(reads) {
+                    let path = &visit.path;
                     let data = data.await;
                     let children = match children {
                         Some(children) => Some(children.await),
                         None => None,
                     };
                     match data {
-                        Ok((data, stat)) => self.change(|m| m.present(path, data, stat)).await?,
+                        Ok((data, stat)) => {
+                            if let Some(ReadParentFirst(parent)) =
+                                self.observe(path, data, stat).await?
+                            {
+                                // Both again, the parent first, after this batch's
+                                // answers (which are older).
+                                next.push(Visit {
+                                    path: parent,
+                                    depth: visit.depth.saturating_sub(1),
+                                    data_only: true,
+                                });
+                                next.push(visit.clone());
+                                continue;
+                            }
+                        }
                         Err(Error::Keeper(ErrorCode::NoNode)) => {
                             self.change(|m| m.absent(path)).await?;
                             continue;
                         }
                         Err(err) => {
-                            if unreadable(&err)? {
-                                continue;
-                            }
+                            self.pass_over(path, &err)?;
+                            continue;
                         }
                     }
                     match children {
                         None => {}
-                        Some(Ok(names)) => {
-                            self.change(|m| m.listed(path, &names)).await?;
-                            next.extend(names.iter().map(|name| join(path, name)));
+                        Some(Ok((names, stat))) => {
+                            self.change(|m| m.listed(path, &names, &stat)).await?;
+                            next.extend(names.iter().map(|name| Visit {
+                                path: join(path, name),
+                                depth: visit.depth + 1,
+                                data_only: false,
+                            }));
                         }
                         Some(Err(Error::Keeper(ErrorCode::NoNode))) => {
                             self.change(|m| m.absent(path)).await?;
                         }
-                        Some(Err(err)) => {
-                            unreadable(&err)?;
-                        }
+                        Some(Err(err)) => self.pass_over(path, &err)?,
                     }
                 }
             }
             level = next;
-            depth += 1;
         }
         Ok(())
     }
 
+    /// Applies one read of `path` in the order sent. A node that cannot come in before
+    /// its parent is read again (see `mirror`) is asked for again behind a read of the
+    /// parent.
     async fn apply_read(
         &mut self,
-        path: &str,
+        inflight: &mut VecDeque<(String, Read)>,
+        path: String,
         answer: Result<(Bytes, Stat), Error>,
     ) -> Result<(), End> {
         match answer {
-            Ok((data, stat)) => self.change(|m| m.present(path, data, stat)).await,
-            Err(Error::Keeper(ErrorCode::NoNode)) => self.change(|m| m.absent(path)).await,
+            Ok((data, stat)) => {
+                if let Some(ReadParentFirst(parent)) = self.observe(&path, data, stat).await? {
+                    self.queue_read(inflight, parent);
+                    self.queue_read(inflight, path);
+                }
+                Ok(())
+            }
+            Err(Error::Keeper(ErrorCode::NoNode)) => self.change(|m| m.absent(&path)).await,
             // A lost connection means a reconnect, hence a resync that covers this node.
             Err(err) if err.is_retryable() => Ok(()),
-            Err(err) => unreadable(&err).map(drop),
+            Err(err) => self.pass_over(&path, &err),
+        }
+    }
+
+    /// Applies a read of a node, unless its parent must be read first.
+    pub(super) async fn observe(
+        &mut self,
+        path: &str,
+        data: Bytes,
+        stat: Stat,
+    ) -> Result<Option<ReadParentFirst>, End> {
+        // The guard goes with the statement: never held across the sends.
+        let observed = self.shared.mirror().present(path, data, stat);
+        match observed {
+            Ok(events) => {
+                self.report(events).await?;
+                Ok(None)
+            }
+            Err(wait) => Ok(Some(wait)),
+        }
+    }
+
+    /// Passes over a node this session may not read (NoAuth), leaving it out; any other
+    /// error ends the cache (a lost connection too: the caller starts over once
+    /// reconnected).
+    pub(super) fn pass_over(&mut self, path: &str, err: &Error) -> Result<(), End> {
+        match err {
+            Error::Keeper(ErrorCode::NoAuth) => {
+                tracing::debug!(%path, "cache: a node is not readable by this session, left out");
+                self.shared.mirror().unreadable(path);
+                Ok(())
+            }
+            err => Err(End::Failed(err.clone())),
         }
     }
 
@@ -324,6 +407,11 @@ impl Syncer {
         change: impl FnOnce(&mut Mirror) -> Vec<CacheEvent>,
     ) -> Result<(), End> {
         let events = change(&mut self.shared.mirror());
+        self.report(events).await
+    }
+
+    /// Sends a change's events, in order, minding which the scope reports.
+    async fn report(&mut self, events: Vec<CacheEvent>) -> Result<(), End> {
         for event in events {
             let reported = self.scope.root_events || event.path() != Some(self.scope.root.as_str());
             if reported {
@@ -348,18 +436,5 @@ async fn front(inflight: &mut VecDeque<(String, Read)>) -> Result<(Bytes, Stat),
     match inflight.front_mut() {
         Some((_, read)) => read.await,
         None => std::future::pending().await,
-    }
-}
-
-/// Whether an error of a read is one to pass over (a node this session may not read);
-/// any other error ends the cache.
-fn unreadable(err: &Error) -> Result<bool, End> {
-    match err {
-        Error::Keeper(ErrorCode::NoAuth) => {
-            tracing::debug!("cache: a node is not readable by this session, left out");
-            Ok(true)
-        }
-        // A lost connection too: the caller starts over once reconnected.
-        err => Err(End::Failed(err.clone())),
     }
 }

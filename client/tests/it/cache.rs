@@ -10,7 +10,9 @@ use std::time::Duration;
 use paddock_client::cache::{
     CacheEvent, CacheEvents, CachedNode, ChildrenCache, NodeCache, TreeCache,
 };
-use paddock_client::{Bytes, Client, CreateMode, Error, ErrorCode, SessionState};
+use paddock_client::{
+    Acl, Bytes, Client, CreateMode, CreateOptions, Error, ErrorCode, SessionState,
+};
 
 use crate::support::{connect_with, options, sandbox, server, wait_for_state, within};
 
@@ -331,6 +333,112 @@ async fn mirrors_the_subtree_and_reports_each_change(one_shot: bool) {
             .await;
         assert!(cache.is_empty());
         assert!(replay.nodes.is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tree_cache_follows_nodes_deleted_and_created_again_in_one_transaction() {
+    follows_nodes_created_again_at_once(false).await;
+}
+
+#[tokio::test]
+async fn a_one_shot_tree_cache_follows_nodes_deleted_and_created_again_in_one_transaction() {
+    follows_nodes_created_again_at_once(true).await;
+}
+
+// A test body, run by two tests (one per watch mode). A parent and its child deleted
+// and created again in one transaction: every event of it reaches the cache before
+// any of its reads is answered, so the read for the first event (the old child
+// deleted) sees the new child while the cache still holds the old parent. The cache
+// once took that child in under the old parent, dropped it with the parent, and
+// reported it created again with the same czxid (CI, `cache_kill`).
+#[allow(clippy::unwrap_used)]
+async fn follows_nodes_created_again_at_once(one_shot: bool) {
+    const ROUNDS: usize = 10;
+    within(LIMIT, async {
+        let (client, _root) = sandbox("created-again").await;
+        create(&client, "/t", "root").await;
+        create(&client, "/t/k", "k").await;
+        create(&client, "/t/k/c", "c").await;
+        let (cache, mut events) = tree_cache(&client, "/t", one_shot);
+        let mut replay = Replay::default();
+        replay
+            .take_until(&mut events, |e| *e == CacheEvent::Initialized)
+            .await;
+        for round in 0..ROUNDS {
+            client
+                .transaction()
+                .delete("/t/k/c", None)
+                .delete("/t/k", None)
+                .create(
+                    "/t/k",
+                    format!("k{round}").as_bytes(),
+                    CreateMode::Persistent,
+                )
+                .create(
+                    "/t/k/c",
+                    format!("c{round}").as_bytes(),
+                    CreateMode::Persistent,
+                )
+                .commit()
+                .await
+                .unwrap();
+        }
+        replay.converge(&mut events, &client, "/t").await;
+        let last = format!("c{}", ROUNDS - 1);
+        assert_eq!(cache.get("/t/k/c").unwrap().data, last.as_bytes());
+        assert_eq!(replay.nodes, cache.snapshot());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tree_cache_leaves_out_what_its_session_may_not_read() {
+    leaves_out_what_its_session_may_not_read(false).await;
+}
+
+#[tokio::test]
+async fn a_one_shot_tree_cache_leaves_out_what_its_session_may_not_read() {
+    leaves_out_what_its_session_may_not_read(true).await;
+}
+
+// A test body, run by two tests (one per watch mode). A node the cache's session may
+// not read is left out with everything below it, even a readable child that a
+// persistent watch reports: the cache cannot place it under a parent it holds.
+#[allow(clippy::unwrap_used)]
+async fn leaves_out_what_its_session_may_not_read(one_shot: bool) {
+    within(LIMIT, async {
+        let (client, root) = sandbox("cache-acl").await;
+        let owner = Client::connect(&format!("{}{root}", server().await), options(10_000))
+            .await
+            .unwrap();
+        owner.add_auth("digest", b"owner:pw").await.unwrap();
+        create(&client, "/t", "root").await;
+        let private = CreateOptions::new(CreateMode::Persistent).acl(Acl::creator_all());
+        owner.create("/t/secret", b"s", private).await.unwrap();
+        owner
+            .create("/t/secret/x", b"x", CreateMode::Persistent)
+            .await
+            .unwrap();
+        let (cache, mut events) = tree_cache(&client, "/t", one_shot);
+        let mut replay = Replay::default();
+        replay
+            .take_until(&mut events, |e| *e == CacheEvent::Initialized)
+            .await;
+        owner
+            .create("/t/secret/y", b"y", CreateMode::Persistent)
+            .await
+            .unwrap();
+        owner.set_data("/t/secret/x", b"x1", None).await.unwrap();
+        create(&client, "/t/open", "o").await;
+        replay
+            .take_until(&mut events, |e| is_event(e, '+', "/t/open"))
+            .await;
+        let held: Vec<&str> = replay.nodes.keys().map(String::as_str).collect();
+        assert_eq!(held, ["/t", "/t/open"]);
+        assert_eq!(replay.nodes, cache.snapshot());
+        owner.close().await.unwrap();
     })
     .await;
 }
