@@ -108,10 +108,15 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// What `/zookeeper/config` reads as in an ensemble. Each server serves it from its
-    /// own config, as ZooKeeper does from its quorum verifier: the replicated node
-    /// stays empty, so replicas and snapshots never carry one server's view of it.
-    fn membership(&self) -> Option<Data> {
+    /// What `path` reads as if it is `/zookeeper/config` in an ensemble. Each server
+    /// serves it from its own config, as ZooKeeper does from its quorum verifier: the
+    /// replicated node stays empty, so replicas and snapshots never carry one server's
+    /// view of it. The path is checked first: every `exists` and `getData` asks, and
+    /// formatting the membership is not free (2.4 % of server samples in pub/sub).
+    fn membership_at(&self, path: &str) -> Option<Data> {
+        if path != CONFIG_NODE {
+            return None;
+        }
         let ensemble = self.settings.ensemble.as_ref()?;
         Some(Bytes::from(ensemble.membership()).into())
     }
@@ -123,9 +128,7 @@ impl Ctx<'_> {
             Request::Exists(r) => {
                 valid(&r.path)?;
                 let mut found = tree.stat(&r.path, caller);
-                if let (CONFIG_NODE, Ok(stat), Some(membership)) =
-                    (r.path.as_str(), &mut found, self.membership())
-                {
+                if let (Ok(stat), Some(membership)) = (&mut found, self.membership_at(&r.path)) {
                     stat.data_length = data_length(&membership);
                 }
                 // An exists watch is left whether or not the node exists (on a missing
@@ -138,7 +141,7 @@ impl Ctx<'_> {
             Request::GetData(r) => {
                 valid(&r.path)?;
                 let (mut data, mut stat) = tree.get_data(&r.path, caller)?;
-                if let (CONFIG_NODE, Some(membership)) = (r.path.as_str(), self.membership()) {
+                if let Some(membership) = self.membership_at(&r.path) {
                     stat.data_length = data_length(&membership);
                     data = membership;
                 }
