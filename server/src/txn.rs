@@ -12,7 +12,7 @@
 //! session) is empty.
 
 use bytes::{Bytes, BytesMut};
-use paddock_wire::jute::{write_i32, write_i64, Reader, Record};
+use paddock_wire::jute::{write_i32, write_i64, write_records, Reader, Record};
 use paddock_wire::{DecodeError, Id, OpCode, Request};
 
 /// Who is waiting for a txn's result: the proposing server and its request counter.
@@ -29,10 +29,10 @@ pub const ORIGIN_LEN: usize = 16;
 impl Origin {
     /// The origin at the head of an encoded txn, from its first [`ORIGIN_LEN`] bytes.
     pub fn from_txn_head(head: &[u8]) -> Option<Origin> {
-        let mut r = Reader::new(Bytes::copy_from_slice(head.get(..ORIGIN_LEN)?));
+        let (server, request) = head.get(..ORIGIN_LEN)?.split_at(ORIGIN_LEN / 2);
         Some(Origin {
-            server: r.read_i64().ok()? as u64,
-            request: r.read_i64().ok()? as u64,
+            server: u64::from_be_bytes(server.try_into().ok()?),
+            request: u64::from_be_bytes(request.try_into().ok()?),
         })
     }
 }
@@ -88,37 +88,30 @@ mod kind {
     pub const MOVE_SESSION: i32 = 5;
 }
 
+/// A txn's fixed fields, which the proposer encodes with borrowed identities and kind
+/// ([`encode`]): a write need not copy its session's identities into a [`Txn`] only to
+/// serialize them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    pub origin: Origin,
+    pub session_id: i64,
+    pub xid: i32,
+    pub conn: u64,
+    pub seq: u64,
+    pub time: i64,
+}
+
 impl Txn {
     pub fn encode(&self) -> Vec<u8> {
-        let mut buf = BytesMut::with_capacity(128);
-        write_i64(&mut buf, self.origin.server as i64);
-        write_i64(&mut buf, self.origin.request as i64);
-        write_i64(&mut buf, self.session_id);
-        write_i32(&mut buf, self.xid);
-        write_i64(&mut buf, self.conn as i64);
-        write_i64(&mut buf, self.seq as i64);
-        write_i64(&mut buf, self.time);
-        self.caller.encode(&mut buf);
-        match &self.kind {
-            TxnKind::Client(request) => {
-                write_i32(&mut buf, kind::CLIENT);
-                write_i32(&mut buf, request.op_code().as_i32());
-                request.encode(&mut buf);
-            }
-            TxnKind::CreateSession { timeout, passwd } => {
-                write_i32(&mut buf, kind::CREATE_SESSION);
-                write_i32(&mut buf, *timeout);
-                passwd.encode(&mut buf);
-            }
-            TxnKind::CloseSession => write_i32(&mut buf, kind::CLOSE_SESSION),
-            TxnKind::ExpireSession => write_i32(&mut buf, kind::EXPIRE_SESSION),
-            TxnKind::DeleteContainer { path } => {
-                write_i32(&mut buf, kind::DELETE_CONTAINER);
-                path.encode(&mut buf);
-            }
-            TxnKind::MoveSession => write_i32(&mut buf, kind::MOVE_SESSION),
-        }
-        buf.to_vec()
+        let head = Head {
+            origin: self.origin,
+            session_id: self.session_id,
+            xid: self.xid,
+            conn: self.conn,
+            seq: self.seq,
+            time: self.time,
+        };
+        encode(&head, &self.caller, &self.kind)
     }
 
     pub fn decode(data: Bytes) -> Result<Txn, DecodeError> {
@@ -167,6 +160,41 @@ impl Txn {
             kind,
         })
     }
+}
+
+/// One raft entry's data: the txn of `head`, `caller` and `kind`, as [`Txn::decode`]
+/// reads it back.
+pub fn encode(head: &Head, caller: &[Id], kind: &TxnKind) -> Vec<u8> {
+    let mut buf = BytesMut::with_capacity(128);
+    write_i64(&mut buf, head.origin.server as i64);
+    write_i64(&mut buf, head.origin.request as i64);
+    write_i64(&mut buf, head.session_id);
+    write_i32(&mut buf, head.xid);
+    write_i64(&mut buf, head.conn as i64);
+    write_i64(&mut buf, head.seq as i64);
+    write_i64(&mut buf, head.time);
+    write_records(&mut buf, caller);
+    match kind {
+        TxnKind::Client(request) => {
+            write_i32(&mut buf, kind::CLIENT);
+            write_i32(&mut buf, request.op_code().as_i32());
+            request.encode(&mut buf);
+        }
+        TxnKind::CreateSession { timeout, passwd } => {
+            write_i32(&mut buf, kind::CREATE_SESSION);
+            write_i32(&mut buf, *timeout);
+            passwd.encode(&mut buf);
+        }
+        TxnKind::CloseSession => write_i32(&mut buf, kind::CLOSE_SESSION),
+        TxnKind::ExpireSession => write_i32(&mut buf, kind::EXPIRE_SESSION),
+        TxnKind::DeleteContainer { path } => {
+            write_i32(&mut buf, kind::DELETE_CONTAINER);
+            path.encode(&mut buf);
+        }
+        TxnKind::MoveSession => write_i32(&mut buf, kind::MOVE_SESSION),
+    }
+    // A fresh buffer's allocation becomes the Vec as it is, without a copy.
+    Vec::from(buf)
 }
 
 #[cfg(test)]

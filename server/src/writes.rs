@@ -13,7 +13,7 @@ use crate::conns::ConnId;
 use crate::consensus::Proposer;
 use crate::server::now_millis;
 use crate::session::Caller;
-use crate::txn::{Txn, TxnKind};
+use crate::txn::{self, Txn, TxnKind};
 use crate::wait::{Completion, WaitRegistry};
 
 /// Why a client could not reattach to its session.
@@ -191,17 +191,19 @@ impl Writes {
         kind: TxnKind,
     ) -> oneshot::Receiver<Completion> {
         let (origin, rx) = self.waits.register();
-        let txn = Txn {
+        let head = txn::Head {
             origin,
             session_id,
             xid,
             conn: slot.conn,
             seq: slot.seq,
             time: now_millis(),
-            caller: caller.ids().to_vec(),
-            kind,
         };
-        if self.proposer.propose(txn.encode()).is_err() {
+        if self
+            .proposer
+            .propose(txn::encode(&head, caller.ids(), &kind))
+            .is_err()
+        {
             self.waits.complete(
                 origin,
                 Completion {
