@@ -902,9 +902,12 @@ fn decode(mut frame: Bytes, from: &mut Option<u64>) -> Result<Option<PeerEvent>,
         return Err(ReceiveError::Malformed);
     };
     let event = match kind {
-        KIND_RAFT => {
-            PeerEvent::Raft(Message::parse_from_bytes(&frame).map_err(|_| ReceiveError::Malformed)?)
-        }
+        // Parsed from the frame's `Bytes`, each entry's data is a slice of the frame
+        // rather than a copy in an allocation of its own; what keeps entries (the
+        // in-memory log) is bounded, and a node's data is copied out when applied.
+        KIND_RAFT => PeerEvent::Raft(
+            Message::parse_from_carllerche_bytes(&frame).map_err(|_| ReceiveError::Malformed)?,
+        ),
         KIND_REPORT => {
             if frame.len() < 12 {
                 return Err(ReceiveError::Malformed);
