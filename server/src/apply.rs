@@ -79,8 +79,8 @@ impl Outcome {
 pub fn apply(rules: Rules, db: &mut Db, txn: &Txn, zxid: i64) -> Outcome {
     let ctx = TxnContext {
         zxid,
-        time: txn.time,
-        session_id: txn.session_id,
+        time: txn.head.time,
+        session_id: txn.head.session_id,
         caller: &txn.caller,
         enforce_quota: rules.enforce_quota,
     };
@@ -89,43 +89,43 @@ pub fn apply(rules: Rules, db: &mut Db, txn: &Txn, zxid: i64) -> Outcome {
             Err(code) => Outcome::reply(Err(code)),
             Ok(()) => apply_request(rules, db, request, &ctx),
         },
-        TxnKind::MoveSession => match db.sessions.get_mut(txn.session_id) {
+        TxnKind::MoveSession => match db.sessions.get_mut(txn.head.session_id) {
             None => Outcome::reply(Err(ErrorCode::SessionExpired)),
             Some(session) => {
-                session.owner = txn.origin.server;
-                session.conn = txn.conn;
+                session.owner = txn.head.origin.server;
+                session.conn = txn.head.conn;
                 // This txn is the connection's write 0.
-                session.next_seq = txn.seq + 1;
+                session.next_seq = txn.head.seq + 1;
                 Outcome::reply(Ok(Response::Empty)).effect(Effect::SessionMoved {
-                    session: txn.session_id,
-                    server: txn.origin.server,
-                    conn: txn.conn,
+                    session: txn.head.session_id,
+                    server: txn.head.origin.server,
+                    conn: txn.head.conn,
                 })
             }
         },
         TxnKind::CreateSession { timeout, passwd } => {
             db.sessions.insert(Session {
-                id: txn.session_id,
+                id: txn.head.session_id,
                 timeout: *timeout,
                 // A copy: the txn's bytes may be a slice of a whole batch of entries
                 // received from the leader, which a session would keep alive.
                 passwd: bytes::Bytes::copy_from_slice(passwd),
-                owner: txn.origin.server,
-                conn: txn.conn,
+                owner: txn.head.origin.server,
+                conn: txn.head.conn,
                 // This txn is the connection's write 0.
-                next_seq: txn.seq + 1,
+                next_seq: txn.head.seq + 1,
             });
             Outcome::reply(Ok(Response::Empty)).effect(Effect::SessionOpened {
-                session: txn.session_id,
+                session: txn.head.session_id,
                 timeout: *timeout,
             })
         }
         TxnKind::CloseSession | TxnKind::ExpireSession => {
             let expired = matches!(txn.kind, TxnKind::ExpireSession);
-            let Some(session) = db.sessions.get(txn.session_id) else {
+            let Some(session) = db.sessions.get(txn.head.session_id) else {
                 return Outcome::reply(Ok(Response::Empty));
             };
-            if expired && txn.conn != 0 && session.conn != txn.conn {
+            if expired && txn.head.conn != 0 && session.conn != txn.head.conn {
                 // The client reattached after the leader decided to expire the session
                 // (the reattach counts as hearing from it): the expiry is void.
                 return Outcome::reply(Ok(Response::Empty));
@@ -135,11 +135,11 @@ pub fn apply(rules: Rules, db: &mut Db, txn: &Txn, zxid: i64) -> Outcome {
                     return Outcome::reply(Err(code));
                 }
             }
-            db.sessions.remove(txn.session_id);
-            let killed = db.tree.kill_session(txn.session_id, zxid);
+            db.sessions.remove(txn.head.session_id);
+            let killed = db.tree.kill_session(txn.head.session_id, zxid);
             Outcome::with_triggers(Ok(Response::Empty), killed.triggers).effect(
                 Effect::SessionEnded {
-                    session: txn.session_id,
+                    session: txn.head.session_id,
                     expired,
                 },
             )
@@ -171,12 +171,12 @@ pub fn apply(rules: Rules, db: &mut Db, txn: &Txn, zxid: i64) -> Outcome {
 fn admit(db: &mut Db, txn: &Txn) -> Result<(), ErrorCode> {
     let session = db
         .sessions
-        .get_mut(txn.session_id)
+        .get_mut(txn.head.session_id)
         .ok_or(ErrorCode::SessionExpired)?;
-    if session.owner != txn.origin.server {
+    if session.owner != txn.head.origin.server {
         return Err(ErrorCode::SessionMoved);
     }
-    if !session.admits(txn.conn, txn.seq) {
+    if !session.admits(txn.head.conn, txn.head.seq) {
         return Err(ErrorCode::ConnectionLoss);
     }
     session.next_seq += 1;

@@ -167,7 +167,7 @@ impl Applier for StateMachine {
                 self.carry_out(effect);
             }
             self.waits.complete(
-                txn.origin,
+                txn.head.origin,
                 Completion {
                     zxid,
                     result: outcome.result,

@@ -39,17 +39,7 @@ impl Origin {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Txn {
-    pub origin: Origin,
-    pub session_id: i64,
-    /// The client's xid, echoed in the reply.
-    pub xid: i32,
-    /// The client connection that sent it (unique across servers' incarnations), and
-    /// its place among that connection's writes: applied only in that order, with no
-    /// gap (see `Session::admits`). Both 0 for the leader's own txns.
-    pub conn: u64,
-    pub seq: u64,
-    /// Milliseconds since the epoch, stamped once by the proposer: ctime and mtime.
-    pub time: i64,
+    pub head: Head,
     /// The session's identities when the request was made (ip, digest, super), so ACLs
     /// are checked the same way on every replica.
     pub caller: Vec<Id>,
@@ -88,43 +78,45 @@ mod kind {
     pub const MOVE_SESSION: i32 = 5;
 }
 
-/// A txn's fixed fields, which the proposer encodes with borrowed identities and kind
-/// ([`encode`]): a write need not copy its session's identities into a [`Txn`] only to
-/// serialize them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A txn's fixed fields. Apart from the identities and the kind, so the proposer can
+/// encode a write from borrowed ones ([`encode`]) rather than copy its session's
+/// identities into a [`Txn`] only to serialize them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Head {
     pub origin: Origin,
     pub session_id: i64,
+    /// The client's xid, echoed in the reply.
     pub xid: i32,
+    /// The client connection that sent it (unique across servers' incarnations), and
+    /// its place among that connection's writes: applied only in that order, with no
+    /// gap (see `Session::admits`). Both 0 for the leader's own txns.
     pub conn: u64,
     pub seq: u64,
+    /// Milliseconds since the epoch, stamped once by the proposer: ctime and mtime.
     pub time: i64,
 }
 
 impl Txn {
+    /// What [`Txn::decode`] reads back; the servers themselves encode with [`encode`],
+    /// from the parts they have.
+    #[cfg(test)]
     pub fn encode(&self) -> Vec<u8> {
-        let head = Head {
-            origin: self.origin,
-            session_id: self.session_id,
-            xid: self.xid,
-            conn: self.conn,
-            seq: self.seq,
-            time: self.time,
-        };
-        encode(&head, &self.caller, &self.kind)
+        encode(&self.head, &self.caller, &self.kind)
     }
 
     pub fn decode(data: Bytes) -> Result<Txn, DecodeError> {
         let mut r = Reader::new(data);
-        let origin = Origin {
-            server: r.read_i64()? as u64,
-            request: r.read_i64()? as u64,
+        let head = Head {
+            origin: Origin {
+                server: r.read_i64()? as u64,
+                request: r.read_i64()? as u64,
+            },
+            session_id: r.read_i64()?,
+            xid: r.read_i32()?,
+            conn: r.read_i64()? as u64,
+            seq: r.read_i64()? as u64,
+            time: r.read_i64()?,
         };
-        let session_id = r.read_i64()?;
-        let xid = r.read_i32()?;
-        let conn = r.read_i64()? as u64;
-        let seq = r.read_i64()? as u64;
-        let time = r.read_i64()?;
         let caller = Vec::<Id>::decode(&mut r)?;
         let kind = match r.read_i32()? {
             kind::CLIENT => {
@@ -149,16 +141,7 @@ impl Txn {
             }
         };
         r.finish()?;
-        Ok(Txn {
-            origin,
-            session_id,
-            xid,
-            conn,
-            seq,
-            time,
-            caller,
-            kind,
-        })
+        Ok(Txn { head, caller, kind })
     }
 }
 
@@ -205,15 +188,17 @@ mod tests {
     #[test]
     fn txns_round_trip() {
         let base = Txn {
-            origin: Origin {
-                server: 3,
-                request: 99,
+            head: Head {
+                origin: Origin {
+                    server: 3,
+                    request: 99,
+                },
+                session_id: 0x0100_0000_0000_0001,
+                xid: 12,
+                conn: 0xdead_beef_0000_0007,
+                seq: 41,
+                time: 1_700_000_000_000,
             },
-            session_id: 0x0100_0000_0000_0001,
-            xid: 12,
-            conn: 0xdead_beef_0000_0007,
-            seq: 41,
-            time: 1_700_000_000_000,
             caller: vec![Id::new("ip", "127.0.0.1"), Id::new("digest", "u:h")],
             kind: TxnKind::CloseSession,
         };
@@ -262,12 +247,14 @@ mod tests {
             request: 0x1234_5678_9abc,
         };
         let txn = Txn {
-            origin,
-            session_id: 1,
-            xid: 1,
-            conn: 3,
-            seq: 4,
-            time: 5,
+            head: Head {
+                origin,
+                session_id: 1,
+                xid: 1,
+                conn: 3,
+                seq: 4,
+                time: 5,
+            },
             caller: Vec::new(),
             kind: TxnKind::CloseSession,
         };

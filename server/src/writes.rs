@@ -13,7 +13,7 @@ use crate::conns::ConnId;
 use crate::consensus::Proposer;
 use crate::server::now_millis;
 use crate::session::Caller;
-use crate::txn::{self, Txn, TxnKind};
+use crate::txn::{self, TxnKind};
 use crate::wait::{Completion, WaitRegistry};
 
 /// Why a client could not reattach to its session.
@@ -219,17 +219,17 @@ impl Writes {
     /// names `conn`, the connection the session was held by when the leader decided: if
     /// the client reattached since, the expiry is void (see `apply`).
     pub fn propose_internal(&self, session_id: i64, conn: ConnId, kind: TxnKind) {
-        let txn = Txn {
-            origin: Default::default(),
+        let head = txn::Head {
             session_id,
-            xid: 0,
             conn,
-            seq: 0,
             time: now_millis(),
-            caller: Vec::new(),
-            kind,
+            ..txn::Head::default()
         };
-        if self.proposer.propose(txn.encode()).is_err() {
+        if self
+            .proposer
+            .propose(txn::encode(&head, &[], &kind))
+            .is_err()
+        {
             tracing::warn!("consensus stopped; internal txn dropped");
         }
     }

@@ -23,12 +23,14 @@ fn db() -> Db {
 
 fn txn(server: u64, conn: u64, seq: u64, kind: TxnKind) -> Txn {
     Txn {
-        origin: Origin { server, request: 1 },
-        session_id: SESSION,
-        xid: 1,
-        conn,
-        seq,
-        time: 1_000,
+        head: crate::txn::Head {
+            origin: Origin { server, request: 1 },
+            session_id: SESSION,
+            xid: 1,
+            conn,
+            seq,
+            time: 1_000,
+        },
         caller: Vec::new(),
         kind,
     }
@@ -159,13 +161,13 @@ fn an_expiry_decided_before_a_reattach_is_void() {
     apply(RULES, &mut db, &txn(2, 20, 0, TxnKind::MoveSession), 2);
     // The leader saw connection 10 holding the session when it decided.
     let mut expire = txn(0, 10, 0, TxnKind::ExpireSession);
-    expire.origin = Origin::default();
+    expire.head.origin = Origin::default();
     let void = apply(RULES, &mut db, &expire, 3);
     assert!(void.effects.is_empty());
     assert!(db.sessions.contains(SESSION));
     // Decided with the current connection, it takes effect.
     let mut expire = txn(0, 20, 0, TxnKind::ExpireSession);
-    expire.origin = Origin::default();
+    expire.head.origin = Origin::default();
     let done = apply(RULES, &mut db, &expire, 4);
     assert!(!done.effects.is_empty());
     assert!(!db.sessions.contains(SESSION));

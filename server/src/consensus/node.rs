@@ -980,12 +980,14 @@ mod tests {
     fn proposed_by(server: u64) -> Entry {
         let origin = Origin { server, request: 9 };
         let txn = Txn {
-            origin,
-            session_id: 1,
-            xid: 1,
-            conn: 1,
-            seq: 1,
-            time: 0,
+            head: crate::txn::Head {
+                origin,
+                session_id: 1,
+                xid: 1,
+                conn: 1,
+                seq: 1,
+                time: 0,
+            },
             caller: vec![],
             kind: TxnKind::CloseSession,
         };

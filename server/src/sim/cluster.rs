@@ -640,12 +640,14 @@ impl Cluster {
                         .get(session)
                         .map_or(0, |s| s.conn);
                     let txn = Txn {
-                        origin: Origin::default(),
-                        session_id: session,
-                        xid: 0,
-                        conn,
-                        seq: 0,
-                        time: self.now as i64,
+                        head: crate::txn::Head {
+                            origin: Origin::default(),
+                            session_id: session,
+                            xid: 0,
+                            conn,
+                            seq: 0,
+                            time: self.now as i64,
+                        },
                         caller: Vec::new(),
                         kind: TxnKind::ExpireSession,
                     };
@@ -797,8 +799,12 @@ impl Cluster {
                     }
                 }
             }
-            if txn.origin.server == id {
-                self.complete(txn.origin, entry.index as i64, outcome.result.map(|_| ()));
+            if txn.head.origin.server == id {
+                self.complete(
+                    txn.head.origin,
+                    entry.index as i64,
+                    outcome.result.map(|_| ()),
+                );
             }
         }
     }
@@ -960,12 +966,14 @@ impl Cluster {
             (TxnKind::MoveSession, Asking::Move)
         };
         let txn = Txn {
-            origin,
-            session_id: client.session,
-            xid: 0,
-            conn,
-            seq: 0,
-            time: self.now as i64,
+            head: crate::txn::Head {
+                origin,
+                session_id: client.session,
+                xid: 0,
+                conn,
+                seq: 0,
+                time: self.now as i64,
+            },
             caller: Vec::new(),
             kind,
         };
@@ -992,12 +1000,14 @@ impl Cluster {
         client.writes += 1;
         let path = format!("/c{c}-{}", client.writes);
         let txn = Txn {
-            origin,
-            session_id: client.session,
-            xid: 1,
-            conn: client.conn,
-            seq: client.next_seq,
-            time: now as i64,
+            head: crate::txn::Head {
+                origin,
+                session_id: client.session,
+                xid: 1,
+                conn: client.conn,
+                seq: client.next_seq,
+                time: now as i64,
+            },
             caller: Vec::new(),
             kind: TxnKind::Client(Request::Create(CreateRequest {
                 path: path.clone(),
