@@ -5,7 +5,8 @@
 # servers' CPU (percent of one core, summed) and server CPU µs per request.
 #
 # usage: loadgen/bench/ab.sh CONNS SCENARIO ROUNDS PADDOCK_BIN...
-#   DURATION=10 (seconds measured), DATA_SIZE=255
+#   DURATION=10 (seconds measured), DATA_SIZE=255, LOADGEN_ARGS (more loadgen flags,
+#   e.g. --get-after-notify)
 set -euo pipefail
 [ $# -ge 4 ] || { sed -n 2,9p "$0" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
@@ -23,7 +24,7 @@ for round in $(seq 1 "$rounds"); do
         pids_csv=$(IFS=,; echo "${server_pids[*]}")
         target/release/paddock-loadgen --servers "$hosts" --scenario "$scenario" \
             --conns "$conns" --data-size "${DATA_SIZE:-255}" --duration "${DURATION:-10}" \
-            --warmup 2 --json --server-pids "$pids_csv" > "$work/out.json"
+            --warmup 2 --json --server-pids "$pids_csv" ${LOADGEN_ARGS:-} > "$work/out.json"
         python3 - "$work/out.json" "$round" "$bin" <<'PY'
 import json, os, sys
 path, round_, binary = sys.argv[1:]
