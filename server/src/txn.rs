@@ -78,9 +78,9 @@ mod kind {
     pub const MOVE_SESSION: i32 = 5;
 }
 
-/// A txn's fixed fields. Apart from the identities and the kind, so the proposer can
-/// encode a write from borrowed ones ([`encode`]) rather than copy its session's
-/// identities into a [`Txn`] only to serialize them.
+/// A txn's fixed fields: all but the caller's identities and the kind, which are
+/// kept apart so the proposer can encode a write from borrowed ones ([`encode`])
+/// rather than copy its session's identities into a [`Txn`] only to serialize them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Head {
     pub origin: Origin,
