@@ -16,6 +16,9 @@
 mod conn;
 mod watches;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -412,6 +415,11 @@ impl Session {
         let mut last_send = Instant::now();
         let mut last_recv = Instant::now();
         let mut unflushed = false;
+        // One timer for both deadlines, moved only when it fires: the deadlines only
+        // move later as frames come and go, so it never fires late, and a busy
+        // connection does not register and cancel a timer on every frame.
+        let keepalive = sleep_until(last_send + ping_after.min(read_timeout));
+        tokio::pin!(keepalive);
         loop {
             let take_commands = out.len() < WRITE_BATCH_LIMIT && self.closing.is_none();
             tokio::select! {
@@ -471,16 +479,27 @@ impl Session {
                         }
                     }
                 },
-                () = sleep_until(last_send + ping_after), if out.is_empty() => {
-                    self.encode(&mut out, Xid::Ping.as_i32(), &Request::Ping);
-                },
-                () = sleep_until(last_recv + read_timeout) => {
-                    tracing::info!(
-                        %addr,
-                        "no reply from the server in {} ms, reconnecting",
-                        read_timeout.as_millis()
-                    );
-                    return self.connection_lost();
+                () = &mut keepalive => {
+                    let now = Instant::now();
+                    let silent_until = last_recv + read_timeout;
+                    if now >= silent_until {
+                        tracing::info!(
+                            %addr,
+                            "no reply from the server in {} ms, reconnecting",
+                            read_timeout.as_millis()
+                        );
+                        return self.connection_lost();
+                    }
+                    let ping_at = last_send + ping_after;
+                    // Output still queued will move `last_send` when it goes out: no
+                    // ping is needed behind it.
+                    if now >= ping_at && out.is_empty() {
+                        self.encode(&mut out, Xid::Ping.as_i32(), &Request::Ping);
+                    }
+                    // Once a ping is queued (or output is stuck), the next one is due a
+                    // full interval after whatever is written next, so no earlier than this.
+                    let next_ping = if ping_at > now { ping_at } else { now + ping_after };
+                    keepalive.as_mut().reset(next_ping.min(silent_until));
                 },
             }
         }
