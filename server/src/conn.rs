@@ -11,10 +11,12 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
+use futures::FutureExt;
 use paddock_wire::codec::{write_frame, FrameError};
 use paddock_wire::jute::Record;
 use paddock_wire::{
@@ -204,17 +206,6 @@ enum Pending {
     Rejected { xid: i32, code: ErrorCode },
 }
 
-/// The znode data a write carries, all ops of a multi together.
-fn data_len(request: &Request) -> usize {
-    match request {
-        Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r.data.len(),
-        Request::CreateTtl(r) => r.data.len(),
-        Request::SetData(r) => r.data.len(),
-        Request::Multi(ops) => ops.iter().map(data_len).sum(),
-        _ => 0,
-    }
-}
-
 impl Conn {
     async fn run(&mut self) -> Result<(), ConnError> {
         let handshake_timeout = self.server.settings.min_session_timeout;
@@ -366,6 +357,9 @@ impl Conn {
 
     async fn serve_requests(&mut self, mut outbound: OutboxRx) -> Result<(), ConnError> {
         let server = self.server.clone();
+        // Made once: each one made anew registers with its token (a lock) on every turn.
+        let mut shutdown = pin!(server.shutdown.clone().cancelled_owned());
+        let mut overflowed = pin!(outbound.overflowed());
         loop {
             // Work a turn left when its output reached the bound: the reads queued
             // behind it, then the requests already buffered. Output is flushed before
@@ -379,7 +373,6 @@ impl Conn {
             }
             let can_read =
                 self.queue.len() < MAX_OUTSTANDING_PER_CONN && server.writes.admits_more();
-            let overflowed = outbound.overflowed();
             tokio::select! {
                 biased;
                 message = outbound.recv() => match message {
@@ -389,7 +382,7 @@ impl Conn {
                         return Err(ConnError::SessionClosed);
                     }
                 },
-                () = overflowed => return Err(ConnError::Overflow),
+                () = &mut overflowed => return Err(ConnError::Overflow),
                 applied = head_write(&mut self.queue) => {
                     if applied.result == Err(ErrorCode::ConnectionLoss) {
                         self.flush(Some(&outbound)).await?;
@@ -418,7 +411,7 @@ impl Conn {
                     }
                     self.take_frames(&mut outbound)?;
                 },
-                _ = server.shutdown.cancelled() => return Err(ConnError::Shutdown),
+                () = &mut shutdown => return Err(ConnError::Shutdown),
             }
             self.flush(Some(&outbound)).await?;
             if let Some(reason) = self.closing {
@@ -466,7 +459,7 @@ impl Conn {
         };
         let op = request.op_code();
         let arrived = Instant::now();
-        if data_len(&request) > self.server.settings.jute_max_buffer {
+        if request.data_len() > self.server.settings.jute_max_buffer {
             // Data over jute.maxbuffer could be stored but never read back.
             self.queue.push_back(Pending::Rejected {
                 xid: header.xid,
@@ -693,33 +686,47 @@ impl Conn {
     /// stall limit, or (once `outbound` is given) when events overflow meanwhile.
     async fn flush(&mut self, outbound: Option<&OutboxRx>) -> Result<(), ConnError> {
         while !self.out.is_empty() {
-            let overflowed = async {
-                match outbound {
-                    Some(outbound) => outbound.overflowed().await,
-                    None => std::future::pending().await,
+            // Almost every write goes straight into the socket: the stall timer and the
+            // overflow watch (a timer-wheel entry and a token registration, each taken
+            // and dropped) are armed only for one that has to wait.
+            let written = match self.writer.write(&self.out).now_or_never() {
+                Some(written) => written?,
+                None => {
+                    let overflowed = async {
+                        match outbound {
+                            Some(outbound) => outbound.overflowed().await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        written = self.writer.write(&self.out) => written?,
+                        () = overflowed => return Err(ConnError::Overflow),
+                        () = tokio::time::sleep(self.stall_limit) => {
+                            return Err(ConnError::Stalled(self.stall_limit))
+                        }
+                    }
                 }
             };
-            tokio::select! {
-                written = self.writer.write(&self.out) => match written? {
-                    0 => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
-                    n => {
-                        self.server.metrics.requests.bytes_sent.inc_by(n as u64);
-                        self.out.advance(n);
-                    }
-                },
-                () = overflowed => return Err(ConnError::Overflow),
-                () = tokio::time::sleep(self.stall_limit) => {
-                    return Err(ConnError::Stalled(self.stall_limit))
-                }
+            if written == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
             }
+            self.server
+                .metrics
+                .requests
+                .bytes_sent
+                .inc_by(written as u64);
+            self.out.advance(written);
         }
         // A TLS session may hold encrypted bytes the socket did not take yet; a plain
         // socket holds none.
-        tokio::select! {
-            flushed = self.writer.flush() => flushed?,
-            () = tokio::time::sleep(self.stall_limit) => {
-                return Err(ConnError::Stalled(self.stall_limit))
-            }
+        match self.writer.flush().now_or_never() {
+            Some(flushed) => flushed?,
+            None => tokio::select! {
+                flushed = self.writer.flush() => flushed?,
+                () = tokio::time::sleep(self.stall_limit) => {
+                    return Err(ConnError::Stalled(self.stall_limit))
+                }
+            },
         }
         if self.out.capacity() > RETAINED_OUTPUT_CAPACITY {
             // One large reply must not pin its buffer for the connection's lifetime.

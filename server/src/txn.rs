@@ -147,8 +147,20 @@ impl Txn {
 
 /// One raft entry's data: the txn of `head`, `caller` and `kind`, as [`Txn::decode`]
 /// reads it back.
+/// The head's fields as [`encode`] writes them: six i64 and one i32.
+const HEAD_BYTES: usize = 6 * 8 + 4;
+
 pub fn encode(head: &Head, caller: &[Id], kind: &TxnKind) -> Vec<u8> {
-    let mut buf = BytesMut::with_capacity(128);
+    // One allocation: a create's path and data would outgrow a fixed guess.
+    let kind_hint = match kind {
+        TxnKind::Client(request) => request.size_hint(),
+        _ => 64,
+    };
+    let caller_hint: usize = caller
+        .iter()
+        .map(|id| 16 + id.scheme.len() + id.id.len())
+        .sum();
+    let mut buf = BytesMut::with_capacity(HEAD_BYTES + 4 + caller_hint + 8 + kind_hint);
     write_i64(&mut buf, head.origin.server as i64);
     write_i64(&mut buf, head.origin.request as i64);
     write_i64(&mut buf, head.session_id);

@@ -208,6 +208,29 @@ impl Request {
         })
     }
 
+    /// Bytes of znode data the request carries (a multi's, summed).
+    pub fn data_len(&self) -> usize {
+        match self {
+            Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r.data.len(),
+            Request::CreateTtl(r) => r.data.len(),
+            Request::SetData(r) => r.data.len(),
+            Request::Multi(ops) => ops.iter().map(Request::data_len).sum(),
+            _ => 0,
+        }
+    }
+
+    /// About as many bytes as [`Request::encode`] writes, or somewhat more: its data
+    /// and path, plus room for the fixed fields and a short ACL. For buffers sized once.
+    pub fn size_hint(&self) -> usize {
+        const FIXED_AND_SHORT_ACL: usize = 96;
+        match self {
+            Request::Multi(ops) => {
+                FIXED_AND_SHORT_ACL + ops.iter().map(Request::size_hint).sum::<usize>()
+            }
+            _ => FIXED_AND_SHORT_ACL + self.data_len() + self.path().map_or(0, str::len),
+        }
+    }
+
     /// Encodes the body (everything after the [`RequestHeader`]).
     pub fn encode(&self, buf: &mut BytesMut) {
         match self {
