@@ -145,11 +145,11 @@ impl Txn {
     }
 }
 
-/// One raft entry's data: the txn of `head`, `caller` and `kind`, as [`Txn::decode`]
-/// reads it back.
 /// The head's fields as [`encode`] writes them: six i64 and one i32.
 const HEAD_BYTES: usize = 6 * 8 + 4;
 
+/// One raft entry's data: the txn of `head`, `caller` and `kind`, as [`Txn::decode`]
+/// reads it back.
 pub fn encode(head: &Head, caller: &[Id], kind: &TxnKind) -> Vec<u8> {
     // One allocation: a create's path and data would outgrow a fixed guess.
     let kind_hint = match kind {
