@@ -13,9 +13,7 @@ cd "$(dirname "$0")/../.."
 source loadgen/bench/lib.sh
 conns=$1 scenario=$2 rounds=$3
 shift 3
-for bin in "$@"; do
-    [ -x "$bin" ] || { echo "not an executable: $bin" >&2; exit 2; }
-done
+require_executables "$@"
 bench_workdir paddock-client-ab
 start_ensemble paddock
 pids_csv=$(IFS=,; echo "${server_pids[*]}")

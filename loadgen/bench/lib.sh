@@ -14,6 +14,14 @@ bench_cleanup() {
     rm -rf "$work"
 }
 
+# require_executables PATH...: exits (status 2) naming the first that is not executable.
+require_executables() {
+    local bin
+    for bin in "$@"; do
+        [ -x "$bin" ] || { echo "not an executable: $bin" >&2; exit 2; }
+    done
+}
+
 # free_ports N: N distinct free ports, held together while chosen so none comes out twice.
 free_ports() {
     python3 -c '
