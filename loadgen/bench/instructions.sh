@@ -33,14 +33,17 @@ valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
     "$bin" --config "$work/zoo.cfg" 2> "$work/valgrind.log" &
 server=$!
 pids+=("$server")
+up=""
 for _ in $(seq 1 300); do
-    if python3 - "$port" <<'PY' 2>/dev/null | grep -q imok; then break; fi
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
-s.sendall(b"ruok"); print(s.recv(16).decode())
-PY
+    if four_letter "$port" ruok | grep -q imok; then up=1; break; fi
+    kill -0 "$server" 2>/dev/null || break  # it exited: no point waiting
     sleep 0.3
 done
+if [ -z "$up" ]; then
+    echo "the server under callgrind did not answer ruok; its log:" >&2
+    tail -20 "$work/valgrind.log" >&2
+    exit 1
+fi
 callgrind_control -z "$server" > /dev/null
 target/release/paddock-loadgen --servers "127.0.0.1:$port" --scenario "$scenario" \
     --conns "$conns" --requests "$requests" --json "$@" > "$work/out.json"

@@ -31,6 +31,16 @@ for s in held: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
 }
 
+# four_letter PORT WORD: what the server on 127.0.0.1:PORT answers to a four-letter
+# word (ruok, srvr, ...), or nothing if it does not answer.
+four_letter() {
+    python3 - "$1" "$2" <<'PY' 2>/dev/null || true
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+s.sendall(sys.argv[2].encode()); print(s.recv(4096).decode())
+PY
+}
+
 # start_ensemble KIND (paddock or zookeeper) -> sets $hosts and $server_pids, once the
 # ensemble has a leader: three servers on loopback, each with its own dataDir and
 # dataLogDir, forceSync=yes. Paddock is target/release/paddock or $PADDOCK_BIN;
@@ -75,11 +85,7 @@ CFG
     # Wait for a leader.
     for _ in $(seq 1 300); do
         for p in "${ports[@]}"; do
-            if python3 - "$p" <<'PY' 2>/dev/null | grep -q leader; then return 0; fi
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
-s.sendall(b"srvr"); print(s.recv(4096).decode())
-PY
+            if four_letter "$p" srvr | grep -q leader; then return 0; fi
         done
         sleep 0.2
     done
