@@ -35,7 +35,7 @@ server=$!
 pids+=("$server")
 up=""
 for _ in $(seq 1 300); do
-    if four_letter "$port" ruok | grep -q imok; then up=1; break; fi
+    if four_letter "$port" ruok 2>/dev/null | grep -q imok; then up=1; break; fi
     kill -0 "$server" 2>/dev/null || break  # it exited: no point waiting
     sleep 0.3
 done

@@ -32,12 +32,16 @@ print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
 }
 
 # four_letter PORT WORD: what the server on 127.0.0.1:PORT answers to a four-letter
-# word (ruok, srvr, ...), or nothing if it does not answer.
+# word (ruok, srvr, ...), read until it closes; fails if it cannot be reached.
 four_letter() {
-    python3 - "$1" "$2" <<'PY' 2>/dev/null || true
+    python3 - "$1" "$2" <<'PY'
 import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
-s.sendall(sys.argv[2].encode()); print(s.recv(4096).decode())
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+s.sendall(sys.argv[2].encode())
+out = b""
+while chunk := s.recv(65536):
+    out += chunk
+print(out.decode())
 PY
 }
 
@@ -85,7 +89,7 @@ CFG
     # Wait for a leader.
     for _ in $(seq 1 300); do
         for p in "${ports[@]}"; do
-            if four_letter "$p" srvr | grep -q leader; then return 0; fi
+            if four_letter "$p" srvr 2>/dev/null | grep -q leader; then return 0; fi
         done
         sleep 0.2
     done

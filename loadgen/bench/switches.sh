@@ -21,21 +21,10 @@ start_ensemble paddock
 IFS=, read -ra servers <<< "$hosts"
 ports=("${servers[@]##*:}")
 
-four() {  # four PORT WORD
-    python3 - "$1" "$2" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
-s.sendall(sys.argv[2].encode())
-out = b""
-while chunk := s.recv(65536):
-    out += chunk
-print(out.decode())
-PY
-}
 leader="" follower=""
 for _ in $(seq 1 150); do
     for port in "${ports[@]}"; do
-        case "$(four "$port" srvr 2>/dev/null | grep Mode || true)" in
+        case "$(four_letter "$port" srvr 2>/dev/null | grep Mode || true)" in
             *leader*) leader=$port ;;
             *follower*) follower=$port ;;
         esac
@@ -60,7 +49,7 @@ for pid in sys.argv[1:]:
 print(switches, cpu / os.sysconf("SC_CLK_TCK"))
 PY
 }
-zxid() { four "$leader" srvr | awk '/^Zxid/ {print $2}'; }
+zxid() { four_letter "$leader" srvr | awk '/^Zxid/ {print $2}'; }
 
 port=$leader
 [ "$target" = follower ] && port=$follower
